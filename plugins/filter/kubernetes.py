@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters exposing the cluster topology and MicroK8s args logic to the Kubernetes roles."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import k8s_topology, microk8s_args
+
+
+def _wrap(func):
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except ValueError as exc:
+            raise AnsibleFilterError(str(exc)) from exc
+
+    wrapper.__name__ = func.__name__
+    wrapper.__doc__ = func.__doc__
+    return wrapper
+
+
+def k8s_minor(version):
+    return k8s_topology.minor_of(version)
+
+
+def k8s_supported_minor(version, supported=None):
+    return k8s_topology.check_supported_version(version, tuple(supported or k8s_topology.SUPPORTED_MINORS))
+
+
+def k8s_upgrade_needed(current, target):
+    return k8s_topology.check_upgrade_step(current, target)
+
+
+def k8s_network_errors(pod_cidr, service_cidr, node_cidrs=None):
+    return k8s_topology.check_cidrs(pod_cidr, service_cidr, list(node_cidrs or []))
+
+
+def k8s_topology_errors(control_planes, workers, distribution="kubeadm", cni=None, control_plane_endpoint=None):
+    return k8s_topology.check_topology(list(control_planes or []), list(workers or []), distribution, cni or None,
+                                       control_plane_endpoint or None)
+
+
+def k8s_join_order(control_planes, workers, initialized=None, joined=None):
+    return k8s_topology.join_order(list(control_planes or []), list(workers or []), list(initialized or []), list(joined or []))
+
+
+def k8s_upgrade_order(control_planes, workers, bootstrap=None):
+    return k8s_topology.upgrade_order(list(control_planes or []), list(workers or []), bootstrap)
+
+
+def k8s_reset_order(control_planes, workers, bootstrap=None):
+    return k8s_topology.reset_order(list(control_planes or []), list(workers or []), bootstrap)
+
+
+def k8s_feature_gates(gates):
+    return k8s_topology.feature_gates_string(dict(gates or {}))
+
+
+def k8s_extra_args(args, feature_gates=None):
+    return k8s_topology.extra_args_list(dict(args or {}), dict(feature_gates or {}))
+
+
+def k8s_package_repo(version, family, mirror=None):
+    return k8s_topology.package_repo(version, family, mirror or None)
+
+
+def microk8s_merge_args(text, args=None, feature_gates=None, remove=None, service="args"):
+    return microk8s_args.merge_args(text, dict(args or {}), dict(feature_gates or {}), list(remove or []), service)
+
+
+def microk8s_enable_cdi(template, spec_dirs=None):
+    if spec_dirs:
+        return microk8s_args.enable_cdi(template, tuple(spec_dirs))
+    return microk8s_args.enable_cdi(template)
+
+
+class FilterModule:
+    """gpushare.cluster Kubernetes filters."""
+
+    def filters(self):
+        funcs = (
+            k8s_minor, k8s_supported_minor, k8s_upgrade_needed, k8s_network_errors, k8s_topology_errors,
+            k8s_join_order, k8s_upgrade_order, k8s_reset_order, k8s_feature_gates, k8s_extra_args,
+            k8s_package_repo, microk8s_merge_args, microk8s_enable_cdi,
+        )
+        return {func.__name__: _wrap(func) for func in funcs}

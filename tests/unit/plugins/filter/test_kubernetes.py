@@ -1,0 +1,35 @@
+"""The kubernetes filter plugin: wrapping and error conversion."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpushare.cluster.plugins.filter.kubernetes import FilterModule
+
+FILTERS = FilterModule().filters()
+
+
+def test_all_filters_exposed():
+    assert set(FILTERS) == {
+        "k8s_minor", "k8s_supported_minor", "k8s_upgrade_needed", "k8s_network_errors", "k8s_topology_errors",
+        "k8s_join_order", "k8s_upgrade_order", "k8s_reset_order", "k8s_feature_gates", "k8s_extra_args",
+        "k8s_package_repo", "microk8s_merge_args", "microk8s_enable_cdi",
+    }
+
+
+def test_value_errors_become_filter_errors():
+    with pytest.raises(AnsibleFilterError, match="Kubernetes 1.37 is not supported"):
+        FILTERS["k8s_supported_minor"]("1.37")
+    with pytest.raises(AnsibleFilterError, match="is not of the form"):
+        FILTERS["microk8s_merge_args"]("oops\n", {"a": 1})
+
+
+def test_filters_accept_none_from_templates():
+    assert FILTERS["k8s_join_order"](["cp"], None, None, None)["init"] == "cp"
+    assert FILTERS["k8s_extra_args"](None, None) == []
+    assert FILTERS["k8s_feature_gates"](None) == ""
+    assert FILTERS["microk8s_merge_args"]("--a=1\n", None, {"G": True}) == "--a=1\n--feature-gates=G=true\n"
+    assert FILTERS["k8s_package_repo"]("1.36", "Debian", "")["url"].startswith("https://pkgs.k8s.io/")
+    assert FILTERS["k8s_topology_errors"](["a", "b"], [], "microk8s", "", "") == [
+        "control_plane: 2 hosts (a, b); HA needs an odd number (3, 5, ...) so that etcd/dqlite keeps quorum when one fails"]
