@@ -1,0 +1,440 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The plan as people read it: a self-contained HTML report and a text summary.
+
+``render_html(plan)`` turns a ``gpushare_plan`` dict (docs/plan.md) into one HTML page
+with inline CSS and SVG and no external reference, so it opens from a file, offline,
+and prints. Every node is a picture of its GPUs: one bar per GPU, MIG instances drawn
+at their real placement and size, time-sliced GPUs with their replica count, all
+coloured by team. The SVG carries ``data-*`` attributes (host, GPU index, use, team,
+MIG profile, start, size) so tests and scripts can check what is drawn.
+
+``summary_table(plan)`` is the same plan as plain text for a terminal.
+
+Pure Python, no I/O, no Ansible import. Malformed plans raise ``ValueError`` naming
+the host, GPU index and field.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+# Okabe-Ito colours stay distinguishable for the common colour-vision deficiencies;
+# further teams get evenly spread hues.
+_PALETTE = (
+    "#0072B2", "#E69F00", "#009E73", "#CC79A7",
+    "#56B4E9", "#D55E00", "#F0E442", "#999933",
+)
+_UNASSIGNED_COLOUR = "#B0B0B0"
+
+# Placement units of a MIG-capable GPU when neither the plan nor the catalog says:
+# every GPU from A100 to B300 has eight memory slices, the smaller parts fewer.
+_DEFAULT_PLACEMENT_UNITS = 8
+
+_BAR_X = 230
+_BAR_WIDTH = 640
+_ROW_HEIGHT = 44
+_BAR_HEIGHT = 32
+_SVG_WIDTH = _BAR_X + _BAR_WIDTH + 10
+
+
+def _hsl_to_hex(hue: float, saturation: float, lightness: float) -> str:
+    """Convert HSL (degrees, 0-1, 0-1) to #rrggbb."""
+    chroma = (1 - abs(2 * lightness - 1)) * saturation
+    segment = (hue % 360) / 60.0
+    second = chroma * (1 - abs(segment % 2 - 1))
+    red, green, blue = [
+        (chroma, second, 0.0), (second, chroma, 0.0), (0.0, chroma, second),
+        (0.0, second, chroma), (second, 0.0, chroma), (chroma, 0.0, second),
+    ][int(segment) % 6]
+    offset = lightness - chroma / 2
+    return "#" + "".join("%02X" % int(round((channel + offset) * 255)) for channel in (red, green, blue))
+
+
+def team_colours(teams: Sequence[str]) -> Dict[str, str]:
+    """A stable colour per team, in the order the teams are given."""
+    colours = {}
+    for position, team in enumerate(teams):
+        if position < len(_PALETTE):
+            colours[team] = _PALETTE[position]
+        else:
+            # The golden angle spreads any number of hues without neighbours clashing.
+            colours[team] = _hsl_to_hex((position - len(_PALETTE)) * 137.508, 0.55, 0.50)
+    return colours
+
+
+def _text_colour(background: str) -> str:
+    """Black or white, whichever reads better on the background colour."""
+    red, green, blue = (int(background[i:i + 2], 16) for i in (1, 3, 5))
+    luminance = 0.299 * red + 0.587 * green + 0.114 * blue
+    return "#000000" if luminance > 140 else "#FFFFFF"
+
+
+def _esc(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _require(mapping: Any, key: str, where: str, kind: type) -> Any:
+    if not isinstance(mapping, dict) or key not in mapping:
+        raise ValueError("%s: field '%s' is missing" % (where, key))
+    value = mapping[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ValueError("%s: field '%s' must be a %s, got %r" % (where, key, kind.__name__, value))
+    return value
+
+
+def _placement_units(gpu: Dict[str, Any], where: str) -> int:
+    """How many placement units the GPU's MIG bar is divided into."""
+    units = gpu.get("placement_units")
+    if isinstance(units, int) and not isinstance(units, bool) and units > 0:
+        return units
+    try:
+        from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
+
+        units = gpu_catalog.lookup(str(gpu.get("model"))).placement_units
+    except (ImportError, ValueError, AttributeError):
+        units = None
+    ends = [inst["start"] + inst["size"] for inst in gpu.get("instances") or []]
+    units = units or _DEFAULT_PLACEMENT_UNITS
+    if ends and max(ends) > units:
+        raise ValueError("%s: field 'instances' places a MIG instance beyond the GPU's %d placement units"
+                         % (where, units))
+    return units
+
+
+def _checked_nodes(plan: Dict[str, Any]) -> List[Tuple[str, List[Dict[str, Any]]]]:
+    """The plan's nodes with their GPUs, checked for the fields the report draws."""
+    nodes = _require(plan, "nodes", "plan", dict)
+    checked = []
+    for host in sorted(nodes):
+        gpus = _require(nodes[host], "gpus", "host %s" % host, list)
+        for gpu in gpus:
+            index = gpu.get("index") if isinstance(gpu, dict) else None
+            where = "host %s GPU %s" % (host, index)
+            _require(gpu, "index", where, int)
+            use = _require(gpu, "use", where, str)
+            if use not in ("whole", "mig", "shared"):
+                raise ValueError("%s: field 'use' must be whole, mig or shared, got %r" % (where, use))
+            if use == "mig":
+                for position, inst in enumerate(_require(gpu, "instances", where, list)):
+                    inst_where = "%s MIG instance %d" % (where, position)
+                    _require(inst, "profile", inst_where, str)
+                    if _require(inst, "start", inst_where, int) < 0:
+                        raise ValueError("%s: field 'start' must not be negative" % inst_where)
+                    if _require(inst, "size", inst_where, int) <= 0:
+                        raise ValueError("%s: field 'size' must be positive" % inst_where)
+                _placement_units(gpu, where)
+            if use == "shared":
+                replicas = _require(gpu, "replicas", where, int)
+                if replicas < 1:
+                    raise ValueError("%s: field 'replicas' must be at least 1, got %d" % (where, replicas))
+        checked.append((host, sorted(gpus, key=lambda gpu: gpu["index"])))
+    return checked
+
+
+def _team_order(plan: Dict[str, Any], nodes: List[Tuple[str, List[Dict[str, Any]]]]) -> List[str]:
+    teams = list((plan.get("teams") or {}).keys())
+    for _host, gpus in nodes:
+        for gpu in gpus:
+            team = gpu.get("team")
+            if team and team not in teams:
+                teams.append(team)
+    return teams
+
+
+def _resources_text(resources: Optional[Dict[str, Any]]) -> str:
+    if not resources:
+        return ""
+    return ", ".join("%s: %s" % (name, count) for name, count in sorted(resources.items()))
+
+
+def _gpu_row(host: str, gpu: Dict[str, Any], row: int, colours: Dict[str, str]) -> str:
+    """One GPU as an SVG group: label on the left, bar on the right."""
+    where = "host %s GPU %s" % (host, gpu["index"])
+    team = gpu.get("team")
+    colour = colours.get(team, _UNASSIGNED_COLOUR) if team else _UNASSIGNED_COLOUR
+    ink = _text_colour(colour)
+    y = row * _ROW_HEIGHT + 6
+    use = gpu["use"]
+    parts = [
+        '<g class="gpu" data-host="%s" data-gpu-index="%d" data-use="%s" data-team="%s" data-model="%s"%s>'
+        % (_esc(host), gpu["index"], _esc(use), _esc(team or ""), _esc(gpu.get("model")),
+           ' data-replicas="%d"' % gpu["replicas"] if use == "shared" else ""),
+        '<title>%s: %s, %s, team %s%s</title>'
+        % (_esc(where), _esc(gpu.get("model")), _esc(use), _esc(team or "none"),
+           "; " + _esc(_resources_text(gpu.get("resources"))) if gpu.get("resources") else ""),
+        '<text class="gpu-label" x="0" y="%d">GPU %d</text>' % (y + 14, gpu["index"]),
+        '<text class="gpu-sub" x="0" y="%d">%s · %s</text>' % (y + 28, _esc(gpu.get("model")), _esc(use)),
+    ]
+    bar_y = y
+    if use == "whole":
+        parts.append('<rect class="bar whole" x="%d" y="%d" width="%d" height="%d" fill="%s"/>'
+                     % (_BAR_X, bar_y, _BAR_WIDTH, _BAR_HEIGHT, colour))
+        parts.append('<text class="bar-text" x="%d" y="%d" fill="%s">whole GPU · %s</text>'
+                     % (_BAR_X + 10, bar_y + 21, ink, _esc(team or "unassigned")))
+    elif use == "shared":
+        replicas = gpu["replicas"]
+        parts.append('<rect class="bar shared" x="%d" y="%d" width="%d" height="%d" fill="%s"/>'
+                     % (_BAR_X, bar_y, _BAR_WIDTH, _BAR_HEIGHT, colour))
+        parts.append('<rect class="bar-hatch" x="%d" y="%d" width="%d" height="%d" fill="url(#hatch)"/>'
+                     % (_BAR_X, bar_y, _BAR_WIDTH, _BAR_HEIGHT))
+        # Dashed dividers show the time slices: replicas take turns, they do not split memory.
+        for slot in range(1, replicas):
+            x = _BAR_X + _BAR_WIDTH * slot / replicas
+            parts.append('<line class="replica-divider" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>'
+                         % (x, bar_y, x, bar_y + _BAR_HEIGHT))
+        parts.append('<text class="bar-text boxed" x="%d" y="%d">time-sliced ×%d · %s</text>'
+                     % (_BAR_X + 10, bar_y + 21, replicas, _esc(team or "unassigned")))
+    else:
+        units = _placement_units(gpu, where)
+        unit_width = _BAR_WIDTH / units
+        parts.append('<rect class="bar mig-free" x="%d" y="%d" width="%d" height="%d"/>'
+                     % (_BAR_X, bar_y, _BAR_WIDTH, _BAR_HEIGHT))
+        for slot in range(1, units):
+            x = _BAR_X + unit_width * slot
+            parts.append('<line class="unit-divider" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>'
+                         % (x, bar_y, x, bar_y + _BAR_HEIGHT))
+        for inst in gpu["instances"]:
+            x = _BAR_X + unit_width * inst["start"]
+            width = unit_width * inst["size"]
+            label = inst.get("name") or inst["profile"]
+            parts.append(
+                '<g class="mig-instance" data-host="%s" data-gpu-index="%d" data-profile="%s" '
+                'data-start="%d" data-size="%d" data-name="%s">'
+                '<title>%s: %s, start %d, size %d%s</title>'
+                '<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>'
+                '<text class="mig-text" x="%.1f" y="%d" fill="%s">%s</text>'
+                '<text class="mig-sub" x="%.1f" y="%d" fill="%s">%s</text></g>'
+                % (_esc(host), gpu["index"], _esc(inst["profile"]), inst["start"], inst["size"],
+                   _esc(inst.get("name") or ""),
+                   _esc(label), _esc(inst["profile"]), inst["start"], inst["size"],
+                   ", %d MiB" % inst["memory_mib"] if isinstance(inst.get("memory_mib"), int) else "",
+                   x + 1, bar_y + 1, width - 2, _BAR_HEIGHT - 2, colour,
+                   x + 5, bar_y + 14, ink, _esc(_fit(label, width)),
+                   x + 5, bar_y + 27, ink, _esc(_fit(inst["profile"], width))))
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def _fit(text: str, width: float) -> str:
+    """Shorten a label to what fits in a box of the given width (about 6.5 px a character)."""
+    fits = max(int((width - 8) / 6.5), 1)
+    return text if len(text) <= fits else text[:max(fits - 1, 1)] + "…"
+
+
+def _node_section(host: str, node: Dict[str, Any], gpus: List[Dict[str, Any]], colours: Dict[str, str]) -> str:
+    height = max(len(gpus), 1) * _ROW_HEIGHT + 8
+    rows = "".join(_gpu_row(host, gpu, row, colours) for row, gpu in enumerate(gpus))
+    facts = []
+    if node.get("mig_config"):
+        facts.append("MIG config <code>%s</code>" % _esc(node["mig_config"]))
+    if node.get("device_plugin_config"):
+        facts.append("device plugin config <code>%s</code>" % _esc(node["device_plugin_config"]))
+    labels = node.get("labels") or {}
+    label_list = "".join("<li><code>%s=%s</code></li>" % (_esc(k), _esc(v)) for k, v in sorted(labels.items()))
+    return (
+        '<section class="node" data-host="%s"><h3>%s <span class="muted">%d GPU%s</span></h3>'
+        '<svg class="gpus" role="img" aria-label="GPUs of %s" xmlns="http://www.w3.org/2000/svg" '
+        'viewBox="0 0 %d %d" width="%d" height="%d">%s</svg>%s%s</section>'
+        % (_esc(host), _esc(host), len(gpus), "" if len(gpus) == 1 else "s", _esc(host),
+           _SVG_WIDTH, height, _SVG_WIDTH, height, rows,
+           "<p class=\"muted\">%s</p>" % "; ".join(facts) if facts else "",
+           "<details><summary>Node labels</summary><ul>%s</ul></details>" % label_list if labels else "")
+    )
+
+
+def _limits(values: Optional[Dict[str, Any]]) -> str:
+    if not values:
+        return "—"
+    return "<br>".join("%s: %s" % (_esc(name), _esc(count)) for name, count in sorted(values.items()))
+
+
+def _team_table(plan: Dict[str, Any], teams: List[str], colours: Dict[str, str], gpu_counts: Dict[str, Dict[str, int]]) -> str:
+    rows = []
+    for team in teams:
+        info = (plan.get("teams") or {}).get(team) or {}
+        counts = gpu_counts.get(team, {})
+        owned = ", ".join("%d %s" % (counts[use], use) for use in ("whole", "mig", "shared") if counts.get(use)) or "—"
+        rows.append(
+            '<tr data-team="%s"><td><span class="swatch" style="background:%s"></span>%s</td>'
+            "<td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>"
+            % (_esc(team), colours[team], _esc(team), _esc(info.get("priority", "—")),
+               _esc(", ".join(info.get("namespaces") or [])) or "—", owned,
+               _limits(info.get("capacity")), _limits(info.get("borrowing_limit")),
+               _limits(info.get("lending_limit")), _esc(info.get("reclaim", "—"))))
+    return (
+        '<table class="teams"><thead><tr><th>Team</th><th>Priority</th><th>Namespaces</th>'
+        "<th>GPUs owned</th><th>Nominal quota</th><th>Borrowing limit</th><th>Lending limit</th>"
+        "<th>Reclaims within cohort</th></tr></thead><tbody>%s</tbody></table>" % "".join(rows)
+    )
+
+
+def _enforcement(plan: Dict[str, Any], nodes: List[Tuple[str, List[Dict[str, Any]]]]) -> str:
+    """Which parts of sharing Kubernetes enforces and which rest on people."""
+    shared = ["%s GPU %d (%d replicas)" % (host, gpu["index"], gpu["replicas"])
+              for host, gpus in nodes for gpu in gpus if gpu["use"] == "shared"]
+    items = [
+        "<li><b>Quota</b> — enforced by Kueue: a workload that does not fit its team's nominal quota "
+        "plus what it may borrow stays suspended in its team's queue.</li>",
+        "<li><b>Borrowing</b> — enforced by Kueue within the cohort <code>%s</code>: a team may use "
+        "quota another team leaves idle, up to its borrowing limit.</li>" % _esc(plan.get("cohort", "gpushare")),
+        "<li><b>Reclaim</b> — enforced by Kueue through preemption: a team whose lent quota is needed "
+        "back evicts the borrowers (see the Reclaims column).</li>",
+        "<li><b>Isolation</b> — MIG instances are isolated in hardware; whole GPUs belong to one "
+        "workload.</li>",
+    ]
+    if shared:
+        items.append(
+            "<li><b>Time-sliced GPUs rest on people</b> (%s): pods share memory and faults, nothing "
+            "limits a pod's memory, and a notebook holds its slice until someone closes it. "
+            "Kubernetes does not close idle notebooks.</li>" % _esc("; ".join(shared)))
+    if plan.get("backend") == "dra" and shared:
+        items.append(
+            "<li><b>DRA and time-sliced GPUs</b>: pods that share a GPU reference one standalone "
+            "ResourceClaim; Kueue counts only claims from ResourceClaimTemplates, so the plan's "
+            "warnings say how those GPUs are counted.</li>")
+    return "<ul class=\"enforcement\">%s</ul>" % "".join(items)
+
+
+_CSS = """
+:root { --ink: #1b1f24; --muted: #5b6470; --line: #d6dae0; --paper: #ffffff; }
+* { box-sizing: border-box; }
+body { margin: 0 auto; max-width: 1100px; padding: 24px; font: 14px/1.45 system-ui, -apple-system,
+  "Segoe UI", "DejaVu Sans", sans-serif; color: var(--ink); background: var(--paper); }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px;
+  border-bottom: 1px solid var(--line); padding-bottom: 4px; } h3 { font-size: 15px; margin: 16px 0 6px; }
+.muted { color: var(--muted); font-weight: normal; }
+.meta span { margin-right: 18px; }
+.legend { display: flex; flex-wrap: wrap; gap: 6px 18px; padding: 0; list-style: none; }
+.legend li { display: flex; align-items: center; gap: 6px; }
+.swatch { display: inline-block; width: 14px; height: 14px; border: 1px solid #0003;
+  vertical-align: -2px; margin-right: 6px; }
+.swatch.hatched { background: repeating-linear-gradient(45deg, #777 0 2px, #fff 2px 6px); }
+.swatch.mig { background: #eef0f3; border: 1px dashed #8a929c; }
+svg.gpus { display: block; max-width: 100%; height: auto; }
+svg text { font-family: "DejaVu Sans", system-ui, sans-serif; }
+.gpu-label { font-size: 13px; font-weight: 600; fill: var(--ink); }
+.gpu-sub { font-size: 11px; fill: var(--muted); }
+.bar-text { font-size: 13px; font-weight: 600; }
+.bar-text.boxed { fill: #000; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
+.mig-text { font-size: 11px; font-weight: 600; } .mig-sub { font-size: 10px; }
+.mig-free { fill: #eef0f3; stroke: #8a929c; stroke-dasharray: 4 3; }
+.unit-divider { stroke: #c3c8cf; stroke-width: 1; }
+.replica-divider { stroke: #ffffff; stroke-width: 2; stroke-dasharray: 4 3; }
+.bar.whole, .bar.shared { stroke: #0004; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f3f5f7; }
+.warnings li { margin: 4px 0; } .warnings { color: #7a4100; }
+code { font: 12px "DejaVu Sans Mono", ui-monospace, monospace; }
+.node { break-inside: avoid; page-break-inside: avoid; }
+@media print {
+  @page { size: A4 landscape; margin: 12mm; }
+  body { max-width: none; padding: 0; font-size: 11px; }
+  * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  details > *:not(summary) { display: block; } details summary { display: none; }
+  h2 { break-after: avoid; page-break-after: avoid; }
+  table, .node { break-inside: avoid; }
+}
+"""
+
+
+def _gpu_counts(nodes: List[Tuple[str, List[Dict[str, Any]]]]) -> Dict[str, Dict[str, int]]:
+    counts: Dict[str, Dict[str, int]] = {}
+    for _host, gpus in nodes:
+        for gpu in gpus:
+            team_counts = counts.setdefault(gpu.get("team") or "", {})
+            team_counts[gpu["use"]] = team_counts.get(gpu["use"], 0) + 1
+    return counts
+
+
+def render_html(plan: Dict[str, Any], title: str = "GPU sharing plan") -> str:
+    """Render the plan as one self-contained HTML document (inline CSS and SVG)."""
+    if not isinstance(plan, dict):
+        raise ValueError("plan: must be a mapping, got %s" % type(plan).__name__)
+    nodes = _checked_nodes(plan)
+    teams = _team_order(plan, nodes)
+    colours = team_colours(teams)
+    counts = _gpu_counts(nodes)
+    total_gpus = sum(len(gpus) for _host, gpus in nodes)
+    total_mig = sum(len(gpu.get("instances") or []) for _host, gpus in nodes for gpu in gpus if gpu["use"] == "mig")
+    legend = "".join('<li data-team="%s"><span class="swatch" style="background:%s"></span>%s</li>'
+                     % (_esc(team), colours[team], _esc(team)) for team in teams)
+    legend += ('<li><span class="swatch hatched"></span>time-sliced (dashes: replicas)</li>'
+               '<li><span class="swatch mig"></span>MIG: free slices; boxes are instances at their placement</li>')
+    warnings = plan.get("warnings") or []
+    warning_html = ("<ul class=\"warnings\">%s</ul>" % "".join("<li>%s</li>" % _esc(w) for w in warnings)
+                    if warnings else "<p>No warnings.</p>")
+    sections = "".join(_node_section(host, plan["nodes"][host], gpus, colours) for host, gpus in nodes)
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        "<title>%s</title><style>%s</style></head><body>"
+        "<h1>%s</h1><p class=\"meta\"><span>Kubernetes <b>%s</b> %s</span><span>GPU backend <b>%s</b></span>"
+        "<span>Cohort <b>%s</b></span><span data-total-gpus=\"%d\"><b>%d</b> GPUs on <b>%d</b> node%s</span>"
+        "<span data-total-mig-instances=\"%d\"><b>%d</b> MIG instances</span></p>"
+        "<svg width=\"0\" height=\"0\" style=\"position:absolute\" aria-hidden=\"true\"><defs>"
+        "<pattern id=\"hatch\" width=\"8\" height=\"8\" patternUnits=\"userSpaceOnUse\" "
+        "patternTransform=\"rotate(45)\"><rect width=\"3\" height=\"8\" fill=\"#ffffff\" fill-opacity=\"0.45\"/>"
+        "</pattern></defs></svg>"
+        "<h2>Nodes</h2><ul class=\"legend\">%s</ul>%s"
+        "<h2>Teams</h2>%s"
+        "<h2>Warnings</h2>%s"
+        "<h2>Who enforces what</h2>%s</body></html>\n"
+        % (_esc(title), _CSS, _esc(title), _esc(plan.get("distribution", "")), _esc(plan.get("kubernetes_version", "")),
+           _esc(plan.get("backend", "")), _esc(plan.get("cohort", "")), total_gpus, total_gpus, len(nodes),
+           "" if len(nodes) == 1 else "s", total_mig, total_mig, legend, sections,
+           _team_table(plan, teams, colours, counts), warning_html, _enforcement(plan, nodes))
+    )
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(width, len(cell)) for width, cell in zip(widths, row)]
+    line = "  ".join("%-*s" % (width, header) for width, header in zip(widths, headers)).rstrip()
+    rule = "  ".join("-" * width for width in widths)
+    body = ["  ".join("%-*s" % (width, cell) for width, cell in zip(widths, row)).rstrip() for row in rows]
+    return "\n".join([line, rule] + body)
+
+
+def _gpu_detail(gpu: Dict[str, Any]) -> str:
+    if gpu["use"] == "shared":
+        return "%d replicas" % gpu["replicas"]
+    if gpu["use"] == "mig":
+        return " ".join("%s@%d%s" % (inst["profile"], inst["start"], "(%s)" % inst["name"] if inst.get("name") else "")
+                        for inst in gpu["instances"])
+    return ""
+
+
+def summary_table(plan: Dict[str, Any]) -> str:
+    """The plan as plain-text tables: one row per GPU, one per team, then the warnings."""
+    if not isinstance(plan, dict):
+        raise ValueError("plan: must be a mapping, got %s" % type(plan).__name__)
+    nodes = _checked_nodes(plan)
+    teams = _team_order(plan, nodes)
+    gpu_rows = [
+        [host, str(gpu["index"]), str(gpu.get("model", "")), gpu["use"], str(gpu.get("team") or "-"),
+         _gpu_detail(gpu), _resources_text(gpu.get("resources"))]
+        for host, gpus in nodes for gpu in gpus
+    ]
+    team_rows = []
+    for team in teams:
+        info = (plan.get("teams") or {}).get(team) or {}
+        team_rows.append([team, str(info.get("priority", "-")), _resources_text(info.get("capacity")) or "-",
+                          _resources_text(info.get("borrowing_limit")) or "-", str(info.get("reclaim", "-"))])
+    total_gpus = len(gpu_rows)
+    parts = [
+        "Plan: %s %s, backend %s, %d GPUs on %d nodes, %d teams"
+        % (plan.get("distribution", "?"), plan.get("kubernetes_version", "?"), plan.get("backend", "?"),
+           total_gpus, len(nodes), len(teams)),
+        "",
+        _table(["node", "gpu", "model", "use", "team", "layout", "resources"], gpu_rows),
+        "",
+        _table(["team", "priority", "nominal quota", "borrowing limit", "reclaim"], team_rows),
+    ]
+    warnings = plan.get("warnings") or []
+    parts += ["", "Warnings:" if warnings else "Warnings: none"] + ["- %s" % w for w in warnings]
+    return "\n".join(parts) + "\n"

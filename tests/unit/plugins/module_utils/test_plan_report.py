@@ -1,0 +1,148 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Tests of the plan report: what the HTML draws and what the text summary lists."""
+
+from __future__ import annotations
+
+import copy
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import plan_report
+
+FIXTURE = Path(__file__).resolve().parents[3] / "unit" / "fixtures" / "plan_report" / "example_plan.yml"
+
+
+@pytest.fixture()
+def plan():
+    return yaml.safe_load(FIXTURE.read_text(encoding="utf-8"))
+
+
+class _Elements(HTMLParser):
+    """Collects every start tag with its attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.elements = []
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append((tag, dict(attrs)))
+
+
+def _parse(document):
+    parser = _Elements()
+    parser.feed(document)
+    return parser.elements
+
+
+def test_draws_one_bar_per_gpu_and_each_mig_instance_at_its_placement(plan):
+    elements = _parse(plan_report.render_html(plan))
+    gpus = [attrs for tag, attrs in elements if tag == "g" and attrs.get("class") == "gpu"]
+    assert [(g["data-host"], g["data-gpu-index"], g["data-use"], g["data-team"]) for g in gpus] == [
+        ("gpu1", "0", "whole", "production"),
+        ("gpu1", "1", "mig", "production"),
+        ("gpu1", "2", "shared", "data"),
+        ("gpu1", "3", "whole", "training"),
+    ]
+    assert gpus[2]["data-replicas"] == "5"
+    instances = [attrs for tag, attrs in elements if tag == "g" and attrs.get("class") == "mig-instance"]
+    assert [(i["data-profile"], i["data-start"], i["data-size"], i["data-name"]) for i in instances] == [
+        ("1g.24gb", "0", "3", "embeddings"),
+        ("1g.24gb", "3", "3", "classifier"),
+        ("1g.24gb", "6", "3", "speech-to-text"),
+        ("1g.24gb", "9", "3", ""),
+    ]
+
+
+def test_mig_instances_are_drawn_in_proportion_to_the_placement_grid(plan):
+    document = plan_report.render_html(plan)
+    # RTX PRO 6000 has a 12-unit placement grid: size 3 is a quarter of the bar.
+    widths = [float(w) for w in re.findall(r'data-size="3" data-name="[^"]*"><title>[^<]*</title><rect x="[\d.]+" y="\d+" width="([\d.]+)"', document)]
+    assert len(widths) == 4
+    for width in widths:
+        assert width == pytest.approx(plan_report._BAR_WIDTH / 4 - 2)
+    xs = [float(x) for x in re.findall(r'data-name="[^"]*"><title>[^<]*</title><rect x="([\d.]+)"', document)]
+    assert xs == pytest.approx([plan_report._BAR_X + plan_report._BAR_WIDTH * q / 4 + 1 for q in range(4)])
+
+
+def test_shared_gpu_shows_replica_dividers(plan):
+    document = plan_report.render_html(plan)
+    assert document.count('class="replica-divider"') == 4
+    assert "time-sliced ×5" in document
+
+
+def test_report_is_self_contained_and_printable(plan):
+    document = plan_report.render_html(plan)
+    assert "@media print" in document
+    assert not re.search(r'(src|href)="(https?:)?//', document)
+    assert "<script" not in document.replace("&lt;script&gt;", "")
+    assert "url(http" not in document
+
+
+def test_text_from_the_plan_is_escaped(plan):
+    document = plan_report.render_html(plan)
+    assert "<script>alert(1)</script>" not in document
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in document
+
+
+def test_legend_and_team_table_list_every_team_with_its_colour(plan):
+    elements = _parse(plan_report.render_html(plan))
+    legend = [attrs["data-team"] for tag, attrs in elements if tag == "li" and "data-team" in attrs]
+    rows = [attrs["data-team"] for tag, attrs in elements if tag == "tr" and "data-team" in attrs]
+    assert legend == rows == ["production", "data", "training"]
+    colours = plan_report.team_colours(legend)
+    assert len(set(colours.values())) == 3
+
+
+def test_many_teams_get_distinct_colours():
+    teams = ["team-%d" % n for n in range(40)]
+    colours = plan_report.team_colours(teams)
+    assert len(set(colours.values())) == 40
+    assert all(re.fullmatch(r"#[0-9A-F]{6}", colour) for colour in colours.values())
+
+
+def test_dra_shared_gpus_explain_who_enforces_what(plan):
+    document = plan_report.render_html(plan)
+    assert "Time-sliced GPUs rest on people" in document
+    assert "standalone ResourceClaim" in document
+    no_shared = copy.deepcopy(plan)
+    no_shared["nodes"]["gpu1"]["gpus"] = [g for g in no_shared["nodes"]["gpu1"]["gpus"] if g["use"] != "shared"]
+    assert "rest on people" not in plan_report.render_html(no_shared)
+
+
+def test_summary_lists_each_gpu_team_and_warning(plan):
+    text = plan_report.summary_table(plan)
+    lines = text.splitlines()
+    assert lines[0] == "Plan: microk8s 1.35, backend dra, 4 GPUs on 1 nodes, 3 teams"
+    gpu_lines = [line for line in lines if line.startswith("gpu1 ")]
+    assert len(gpu_lines) == 4
+    assert "1g.24gb@0(embeddings)" in gpu_lines[1]
+    assert "5 replicas" in gpu_lines[2]
+    team_lines = [line.split()[0] for line in lines if re.match(r"^(production|data|training) ", line)]
+    assert team_lines == ["production", "data", "training"]
+    assert lines[-1].startswith("- gpu1 GPU 1: free slices")
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda p: p["nodes"]["gpu1"]["gpus"][2].pop("replicas"), "host gpu1 GPU 2: field 'replicas' is missing"),
+        (lambda p: p["nodes"]["gpu1"]["gpus"][0].update(use="half"), "host gpu1 GPU 0: field 'use' must be whole, mig or shared"),
+        (lambda p: p["nodes"]["gpu1"]["gpus"][1]["instances"][0].update(start="0"),
+         "host gpu1 GPU 1 MIG instance 0: field 'start' must be a int"),
+        (lambda p: p["nodes"]["gpu1"]["gpus"][1]["instances"][3].update(start=10),
+         "host gpu1 GPU 1: field 'instances' places a MIG instance beyond the GPU's 12 placement units"),
+        (lambda p: p.pop("nodes"), "plan: field 'nodes' is missing"),
+    ],
+)
+def test_malformed_plans_name_host_gpu_and_field(plan, mutate, message):
+    mutate(plan)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        plan_report.render_html(plan)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        plan_report.summary_table(plan)
