@@ -1,0 +1,95 @@
+# gpushare.cluster — developer and CI entry points.
+# `make demo` plans the bundled example inventory; `make test` runs every check CI runs.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+VENV := $(CURDIR)/.venv
+BIN := $(VENV)/bin
+BUILD := $(CURDIR)/build
+COLLECTIONS := $(BUILD)/collections
+COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/gpushare/cluster
+VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
+
+# System packages the tests need (Debian/Ubuntu names) and the command proving each one.
+SYSTEM_PACKAGES := podman runc debootstrap prometheus chromium fonts-dejavu-core shellcheck
+SYSTEM_COMMANDS := podman runc debootstrap promtool chromium shellcheck
+
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export CONTAINERS_CONF := $(CURDIR)/molecule/_shared/containers.conf
+export GPUSHARE_REFERENCE_DIR ?= $(abspath $(CURDIR)/../shared/reference)
+export ANSIBLE_NOCOLOR := 1
+export PY_COLORS := 0
+
+# Molecule scenarios: every molecule/<name>/molecule.yml except the shared base and the
+# delegated `cluster` scenario, which needs real machines (docs/testing.md).
+MOLECULE_SCENARIOS ?= $(filter-out _shared cluster,$(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+
+.PHONY: help deps venv collection-link build demo lint sanity unit images molecule test clean
+
+help: ## Show the targets
+	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+deps: ## Install the system packages the tests need (root), or say which are missing
+	@missing=""; \
+	for cmd in $(SYSTEM_COMMANDS); do command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$cmd"; done; \
+	if [ -z "$$missing" ]; then echo "deps: system packages present"; exit 0; fi; \
+	if [ "$$(id -u)" -ne 0 ]; then \
+	  echo "deps: missing commands:$$missing"; \
+	  echo "deps: as root run: apt-get update && apt-get install -y $(SYSTEM_PACKAGES)"; exit 1; \
+	fi; \
+	echo "deps: installing$$missing"; \
+	apt-get update -qq; \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null
+
+venv: $(VENV)/.installed ## Create .venv with the pinned Python requirements
+
+$(VENV)/.installed: requirements.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade 'pip>=24'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+collection-link: ## Make the checkout importable as gpushare.cluster
+	@mkdir -p $(dir $(COLLECTION_LINK))
+	@ln -sfn ../../../.. $(COLLECTION_LINK)
+
+build: venv ## Build the collection tarball into build/
+	@mkdir -p $(BUILD)
+	$(BIN)/ansible-galaxy collection build --force --output-path $(BUILD) .
+
+demo: venv collection-link ## Plan the bundled example inventory (no host is touched)
+	@test -f playbooks/plan.yml || { echo "demo: playbooks/plan.yml is not part of this checkout yet" >&2; exit 1; }
+	$(BIN)/ansible-playbook -i inventories/example playbooks/plan.yml
+
+lint: venv collection-link ## yamllint and ansible-lint (production profile)
+	$(BIN)/yamllint --strict .
+	$(BIN)/ansible-lint --strict
+
+sanity: venv ## ansible-test sanity from a temporary ansible_collections tree
+	bash tools/sanity.sh
+
+unit: venv collection-link ## Unit tests (pytest)
+	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider
+
+images: deps ## Build the Molecule systemd images (cached)
+	bash tools/build-images.sh
+
+molecule: venv collection-link images ## Run every Molecule scenario
+	@for scenario in $(MOLECULE_SCENARIOS); do \
+	  echo "== molecule test -s $$scenario"; \
+	  start=$$(date +%s); \
+	  $(BIN)/molecule test -s $$scenario; \
+	  echo "== molecule $$scenario: $$(( $$(date +%s) - start )) s"; \
+	done
+
+install-check: build ## Install the built tarball and list its plugins with ansible-doc
+	bash tools/install-check.sh $(BUILD)/gpushare-cluster-$(VERSION).tar.gz
+
+test: deps venv lint sanity unit install-check molecule ## Everything CI runs
+
+clean: ## Remove build output (keeps .venv)
+	rm -rf $(BUILD)

@@ -1,0 +1,69 @@
+"""Shared pytest fixtures for the collection's unit tests.
+
+The collection's Python code imports itself as
+``ansible_collections.gpushare.cluster``; tests run from a plain checkout, so a
+symlinked ``ansible_collections/gpushare/cluster`` tree pointing at the checkout is put
+on ``sys.path`` once per session.
+
+Upstream reference data (MIG geometry, chart values, CRDs, nvidia-smi captures) is read
+from one place, ``GPUSHARE_REFERENCE_DIR`` (default ``../shared/reference`` next to the
+checkout). Tests that need it request the ``reference_dir`` fixture and are skipped with
+the reason spelled out when it is absent, never silently passed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+REFERENCE_ENV = "GPUSHARE_REFERENCE_DIR"
+
+
+def _collection_path() -> Path:
+    """Return a directory holding ansible_collections/gpushare/cluster -> REPO_ROOT."""
+    # A checkout already inside an ansible_collections tree (ansible-test, installs).
+    parent = REPO_ROOT.parent
+    if parent.name == "gpushare" and parent.parent.name == "ansible_collections":
+        return parent.parent.parent
+    base = Path(tempfile.gettempdir()) / f"gpushare-collection-{os.getuid()}-{abs(hash(str(REPO_ROOT)))}"
+    link = base / "ansible_collections" / "gpushare" / "cluster"
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            link.symlink_to(REPO_ROOT, target_is_directory=True)
+        except FileExistsError:
+            pass
+    return base
+
+
+sys.path.insert(0, str(_collection_path()))
+
+
+def reference_path() -> Path:
+    """Where the upstream reference data is expected (it may not exist)."""
+    configured = os.environ.get(REFERENCE_ENV)
+    if configured:
+        return Path(configured).resolve()
+    return (REPO_ROOT.parent / "shared" / "reference").resolve()
+
+
+@pytest.fixture(scope="session")
+def reference_dir() -> Path:
+    """The upstream reference directory; skips the test when it is missing."""
+    path = reference_path()
+    if not path.is_dir():
+        pytest.skip(
+            f"upstream reference data not found at {path}: set {REFERENCE_ENV} to the "
+            "directory holding mig/, crds/, nvidia-smi/ ... to run this test"
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
