@@ -16,7 +16,7 @@ if [ -n "${leaked}" ]; then
   exit 1
 fi
 
-"${top}/.venv/bin/ansible-galaxy" collection install --offline --no-deps -p "${scratch}" "${tarball}"
+ANSIBLE_COLLECTIONS_PATH="${scratch}" "${top}/.venv/bin/ansible-galaxy" collection install --force --offline --no-deps -p "${scratch}" "${tarball}"
 listing=$(ANSIBLE_COLLECTIONS_PATH="${scratch}" "${top}/.venv/bin/ansible-doc" -l gpushare.cluster)
 echo "${listing}"
 expected=$(find "${top}/plugins/modules" -name '*.py' ! -name '__init__.py' -printf '%f\n' | sed 's/\.py$//' | sort)
