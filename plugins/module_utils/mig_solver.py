@@ -1,0 +1,514 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""MIG layout planner: from per-GPU needs or explicit profiles to placed GPU instances.
+
+Geometry (NVML): a GPU instance of a profile occupies the placement units
+``[start, start + size)`` for one of the profile's allowed starts; two instances conflict
+when their ranges overlap; each profile has a max count per GPU; compute slices add up to
+no more than the GPU has. A layout is valid when all of these hold.
+
+Requests per GPU (``mig`` of an inventory entry):
+
+* ``profiles: {name: count}`` - placed exactly as asked, or rejected with the reason.
+* ``instances: [{name, memory, compute?, media?}]`` - for each need the smallest profile
+  that holds it (by real usable memory, then compute slices); larger profiles are tried,
+  fewest upgrades first, only when the smallest ones cannot be placed together. The
+  search is exhaustive, so a layout is found whenever one exists. ``fill`` (default
+  true) turns free placement units into extra instances of the smallest profiles.
+
+Results are memoised by (model, request), so a fleet of identical nodes costs one solve
+per distinct GPU request. Pure Python, no I/O; errors are ValueError naming host, GPU
+index, model and field.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import GpuModel, MigProfile, lookup
+from ansible_collections.gpushare.cluster.plugins.module_utils.quantities import format_mib, parse_memory_mib
+
+USES = ("whole", "mig", "shared")
+
+_MEDIA_ALIASES = {
+    "": "", "none": "", "base": "",
+    "me": "+me", "+me": "+me",
+    "me.all": "+me.all", "+me.all": "+me.all",
+    "-me": "-me", "no-me": "-me",
+    "gfx": "+gfx", "+gfx": "+gfx",
+}
+
+# A placed instance: (profile name, start).
+Slot = Tuple[str, int]
+
+
+class MigLayoutError(ValueError):
+    """A request that cannot be planned; the message names host, GPU index and field."""
+
+
+class _Reason(Exception):
+    """A problem with one GPU's request, before host and index are known."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
+        self.reason = reason
+
+
+# --- geometry -------------------------------------------------------------------------
+
+
+def _mask(profile: MigProfile, start: int) -> int:
+    return ((1 << profile.size) - 1) << start
+
+
+def layout_problems(model: GpuModel, placements: Sequence[Slot]) -> List[str]:
+    """Why a list of (profile name, start) is not a valid layout on ``model``; empty = valid."""
+    problems = []
+    occupied = 0
+    counts: Dict[str, int] = {}
+    compute = 0
+    for name, start in placements:
+        profile = model.profile(name)
+        if start not in profile.starts:
+            problems.append("%s cannot start at %d (allowed starts: %s)"
+                            % (profile.name, start, ", ".join(str(s) for s in profile.starts)))
+            continue
+        mask = _mask(profile, start)
+        if occupied & mask:
+            problems.append("%s at %d overlaps another instance" % (profile.name, start))
+        occupied |= mask
+        counts[profile.name] = counts.get(profile.name, 0) + 1
+        compute += profile.compute_slices
+    for name, count in sorted(counts.items()):
+        if count > model.profile(name).max_count:
+            problems.append("%s x%d exceeds its max count %d" % (name, count, model.profile(name).max_count))
+    if compute > model.compute_slices:
+        problems.append("%d compute slices used, the GPU has %d" % (compute, model.compute_slices))
+    return problems
+
+
+def _create_order(model: GpuModel, slots: Sequence[Slot]) -> List[Slot]:
+    """NVIDIA's advice: create larger GPU instances first."""
+    return sorted(slots, key=lambda s: (-model.profile(s[0]).size, -model.profile(s[0]).compute_slices, s[1], s[0]))
+
+
+def _fill_profiles(model: GpuModel) -> Tuple[MigProfile, ...]:
+    """Smallest-compute base profiles, smallest memory first (1g, then 1g with 2 memory slices)."""
+    base = [p for p in model.profiles if p.media == ""]
+    smallest = min(p.compute_slices for p in base)
+    return tuple(sorted((p for p in base if p.compute_slices == smallest), key=lambda p: (p.memory_mib, p.size)))
+
+
+@functools.lru_cache(maxsize=None)
+def _best_fill(model_key: str, occupied: int, remaining: Tuple[int, ...], compute: int) -> Tuple[int, int, Tuple[Slot, ...]]:
+    """Most placement units covered, then most instances, by smallest-profile instances.
+
+    ``remaining`` is how many more of each fill profile the max counts allow.
+    """
+    model = lookup(model_key)
+    free = next((u for u in range(model.placement_units) if not occupied >> u & 1), None)
+    if free is None:
+        return (0, 0, ())
+    best = _best_fill(model_key, occupied | 1 << free, remaining, compute)  # leave this unit free
+    for position, profile in enumerate(_fill_profiles(model)):
+        mask = _mask(profile, free)
+        if (free not in profile.starts or occupied & mask or not remaining[position]
+                or compute + profile.compute_slices > model.compute_slices):
+            continue
+        left = remaining[:position] + (remaining[position] - 1,) + remaining[position + 1:]
+        covered, number, rest = _best_fill(model_key, occupied | mask, left, compute + profile.compute_slices)
+        candidate = (covered + profile.size, number + 1, ((profile.name, free),) + rest)
+        if candidate[:2] > best[:2]:
+            best = candidate
+    return best
+
+
+def _fill(model: GpuModel, placed: Sequence[Slot]) -> Tuple[int, Tuple[Slot, ...]]:
+    """(units the fill covers, extra instances) for a placed layout."""
+    occupied = 0
+    compute = 0
+    counts: Dict[str, int] = {}
+    for name, start in placed:
+        profile = model.profile(name)
+        occupied |= _mask(profile, start)
+        compute += profile.compute_slices
+        counts[name] = counts.get(name, 0) + 1
+    remaining = tuple(max(0, p.max_count - counts.get(p.name, 0)) for p in _fill_profiles(model))
+    covered, _number, extra = _best_fill(model.key, occupied, remaining, compute)
+    return covered, extra
+
+
+@functools.lru_cache(maxsize=None)
+def place_profiles(model_key: str, wanted: Tuple[Tuple[str, int], ...]) -> Optional[Tuple[Slot, ...]]:
+    """Place a multiset of profiles ((name, count), ...) on an empty GPU, or None.
+
+    Among all valid placements it returns the one that leaves the most room for further
+    small instances (what ``fill`` or a later change can use), then the lowest starts.
+    """
+    model = lookup(model_key)
+    items: List[MigProfile] = []
+    for name, count in wanted:
+        items.extend([model.profile(name)] * count)
+    items.sort(key=lambda p: (-p.size, -p.compute_slices, p.name))
+    if sum(p.size for p in items) > model.placement_units or sum(p.compute_slices for p in items) > model.compute_slices:
+        return None
+    if any(count > model.profile(name).max_count for name, count in wanted):
+        return None
+    best: List[Any] = [None, -1]
+
+    def search(position: int, occupied: int, chosen: Tuple[Slot, ...]) -> None:
+        if position == len(items):
+            room, _extra = _fill(model, chosen)
+            if room > best[1]:
+                best[0], best[1] = chosen, room
+            return
+        profile = items[position]
+        # Identical profiles take increasing starts, so each layout is visited once.
+        lowest = chosen[-1][1] + 1 if chosen and chosen[-1][0] == profile.name else 0
+        for start in profile.starts:
+            if start >= lowest and not occupied & _mask(profile, start):
+                search(position + 1, occupied | _mask(profile, start), chosen + ((profile.name, start),))
+
+    search(0, 0, ())
+    return best[0]
+
+
+# --- requests -------------------------------------------------------------------------
+
+
+def _need_candidates(model: GpuModel, need: Dict[str, Any]) -> List[MigProfile]:
+    candidates = [
+        p for p in model.profiles
+        if p.media == need["media"] and p.memory_mib >= need["memory_mib"] and p.compute_slices >= need["compute"]
+    ]
+    return sorted(candidates, key=lambda p: (p.memory_mib, p.compute_slices, p.size, p.name))
+
+
+def _parse_instances(model: GpuModel, instances: Any) -> List[Dict[str, Any]]:
+    if not isinstance(instances, list) or not instances:
+        raise _Reason("mig.instances", "must be a non-empty list of {name, memory, compute?, media?}")
+    needs = []
+    seen = set()
+    largest = max(p.memory_mib for p in model.profiles)
+    for position, raw in enumerate(instances):
+        where = "mig.instances[%d]" % position
+        if not isinstance(raw, dict):
+            raise _Reason(where, "must be a mapping with name and memory")
+        unknown = sorted(set(raw) - {"name", "memory", "compute", "media"})
+        if unknown:
+            raise _Reason(where, "unknown key(s) %s (allowed: name, memory, compute, media)" % ", ".join(unknown))
+        name = raw.get("name")
+        if not isinstance(name, str) or not name:
+            raise _Reason(where + ".name", "is required and must be a non-empty string")
+        if name in seen:
+            raise _Reason(where + ".name", "duplicate instance name %r" % name)
+        seen.add(name)
+        if "memory" not in raw:
+            raise _Reason(where + ".memory", "is required for %r (e.g. 10Gi)" % name)
+        try:
+            memory_mib = parse_memory_mib(raw["memory"])
+        except ValueError as error:
+            raise _Reason(where + ".memory", str(error))
+        compute = raw.get("compute", 1)
+        if isinstance(compute, str) and compute.lower().endswith("g") and compute[:-1].isdigit():
+            compute = int(compute[:-1])  # "3g" as in a profile name
+        if isinstance(compute, bool) or not isinstance(compute, int) or compute < 1:
+            raise _Reason(where + ".compute", "must be a positive number of compute slices (e.g. 2 or '2g'), got %r"
+                          % (raw.get("compute"),))
+        media_raw = raw.get("media") or ""
+        media = _MEDIA_ALIASES.get(str(media_raw).strip().lower())
+        if media is None:
+            raise _Reason(where + ".media", "unknown media variant %r (use me, me.all, -me or gfx)" % (media_raw,))
+        need = {"name": name, "memory_mib": memory_mib, "compute": compute, "media": media, "field": where}
+        if not _need_candidates(model, need):
+            if memory_mib > largest:
+                reason = ("needs %s for %r, more than the largest profile of %s holds (%s usable; profile names "
+                          "round up, the real usable memory is what counts)"
+                          % (format_mib(memory_mib), name, model.key, format_mib(largest)))
+                raise _Reason(where + ".memory", reason)
+            if compute > model.compute_slices:
+                raise _Reason(where + ".compute", "needs %d compute slices, %s has %d"
+                              % (compute, model.key, model.compute_slices))
+            raise _Reason(where + ".media" if media else where,
+                          "no profile of %s has media variant %r with %s and %d compute slice(s)"
+                          % (model.key, media or "(base)", format_mib(memory_mib), compute))
+        needs.append(need)
+    return needs
+
+
+def _describe(model: GpuModel, slots: Sequence[Tuple[MigProfile, str]]) -> str:
+    return ", ".join("%s for %r" % (profile.name, name) for profile, name in slots)
+
+
+def _name_hints(model: GpuModel, needs: List[Dict[str, Any]]) -> str:
+    """Point out profiles whose name promises more than they hold, when a need falls in the gap."""
+    hints = []
+    for need in needs:
+        for profile in model.profiles:
+            named_mib = int(profile.base_name.split(".")[1].rstrip("gb")) * 1024
+            if profile.media == need["media"] and profile.memory_mib < need["memory_mib"] <= named_mib:
+                hints.append("%s holds %s, less than its name suggests, so it cannot take %r (%s)"
+                             % (profile.name, format_mib(profile.memory_mib), need["name"],
+                                format_mib(need["memory_mib"])))
+                break
+    return " (%s)" % "; ".join(hints) if hints else ""
+
+
+def _explain_instances(model: GpuModel, needs: List[Dict[str, Any]]) -> str:
+    """Why even the smallest choices do not fit: the first need that cannot be added."""
+    smallest = [(_need_candidates(model, need)[0], need["name"]) for need in needs]
+    smallest.sort(key=lambda item: (-item[0].size, -item[0].compute_slices))
+    placed: List[Tuple[MigProfile, str]] = []
+    for profile, name in smallest:
+        trial = placed + [(profile, name)]
+        counts: Dict[str, int] = {}
+        for p, _n in trial:
+            counts[p.name] = counts.get(p.name, 0) + 1
+        if place_profiles(model.key, tuple(sorted(counts.items()))) is None:
+            used = sum(p.memory_slices for p, _n in placed)
+            compute = sum(p.compute_slices for p, _n in placed)
+            head = ("%s take %d of %d memory slices and %d of %d compute slices; "
+                    % (_describe(model, placed), used, model.memory_slices, compute, model.compute_slices)
+                    if placed else "")
+            limit = ""
+            if counts[profile.name] > profile.max_count:
+                limit = " (at most %d %s per GPU)" % (profile.max_count, profile.name)
+            return ("%s%s (%s usable) for %r does not fit%s; no choice of larger profiles fits either%s"
+                    % (head, profile.name, format_mib(profile.memory_mib), name, limit, _name_hints(model, needs)))
+        placed = trial
+    return "no valid placement"  # pragma: no cover - the full set failed, so some prefix fails
+
+
+def _solve_instances(model: GpuModel, needs: List[Dict[str, Any]], fill: bool) -> Tuple[List[Tuple[str, int, Optional[str]]], List[str]]:
+    if len(needs) > model.placement_units:
+        raise _Reason("mig.instances", "%d instances requested; %s holds at most %d"
+                      % (len(needs), model.key, max(p.max_count for p in model.profiles)))
+    candidates = [_need_candidates(model, need) for need in needs]
+    # Every combination of choices whose total size and compute can fit, fewest upgrades
+    # first: the smallest profiles win whenever they can be placed together.
+    vectors: List[Tuple[int, Tuple[int, ...]]] = []
+
+    def enumerate_choices(position: int, size: int, compute: int, chosen: Tuple[int, ...]) -> None:
+        if position == len(needs):
+            vectors.append((sum(chosen), chosen))
+            return
+        for rank, profile in enumerate(candidates[position]):
+            if size + profile.size <= model.placement_units and compute + profile.compute_slices <= model.compute_slices:
+                enumerate_choices(position + 1, size + profile.size, compute + profile.compute_slices, chosen + (rank,))
+
+    enumerate_choices(0, 0, 0, ())
+    vectors.sort()
+    for _upgrades, ranks in vectors:
+        profiles = [candidates[i][rank] for i, rank in enumerate(ranks)]
+        counts: Dict[str, int] = {}
+        for profile in profiles:
+            counts[profile.name] = counts.get(profile.name, 0) + 1
+        slots = place_profiles(model.key, tuple(sorted(counts.items())))
+        if slots is None:
+            continue
+        # Hand the starts of each profile to its needs in request order.
+        starts: Dict[str, List[int]] = {}
+        for name, start in sorted(slots, key=lambda s: s[1]):
+            starts.setdefault(name, []).append(start)
+        placed = [(profile.name, starts[profile.name].pop(0), need["name"]) for profile, need in zip(profiles, needs)]
+        notes = []
+        for position, (profile, need, rank) in enumerate(zip(profiles, needs, ranks)):
+            if rank:
+                smallest = candidates[position][0]
+                notes.append("%r gets %s instead of %s so that all instances fit together"
+                             % (need["name"], profile.name, smallest.name))
+        if fill:
+            _covered, extra = _fill(model, [(n, s) for n, s, _x in placed])
+            placed.extend((name, start, None) for name, start in extra)
+        return placed, notes
+    raise _Reason("mig.instances", _explain_instances(model, needs))
+
+
+def _solve_profiles(model: GpuModel, profiles: Any) -> List[Tuple[str, int, Optional[str]]]:
+    if not isinstance(profiles, dict) or not profiles:
+        raise _Reason("mig.profiles", "must be a non-empty mapping of profile name to count")
+    wanted: Dict[str, int] = {}
+    for name, count in profiles.items():
+        where = "mig.profiles[%s]" % name
+        try:
+            profile = model.profile(str(name))
+        except ValueError as error:
+            raise _Reason(where, str(error))
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise _Reason(where, "count must be a non-negative integer, got %r" % (count,))
+        if count > profile.max_count:
+            raise _Reason(where, "%s x%d requested but at most %d fit on %s" % (profile.name, count, profile.max_count, model.key))
+        if count:
+            wanted[profile.name] = wanted.get(profile.name, 0) + count
+    if not wanted:
+        raise _Reason("mig.profiles", "asks for no instance; use mig: {profiles: {}} only with at least one count > 0")
+    slots = place_profiles(model.key, tuple(sorted(wanted.items())))
+    if slots is None:
+        used = sum(model.profile(n).memory_slices * c for n, c in wanted.items())
+        compute = sum(model.profile(n).compute_slices * c for n, c in wanted.items())
+        units = sum(model.profile(n).size * c for n, c in wanted.items())
+        summary = ", ".join("%s x%d" % item for item in sorted(wanted.items()))
+        if units > model.placement_units or compute > model.compute_slices:
+            reason = ("%s use %d of %d memory slices and %d of %d compute slices"
+                      % (summary, used, model.memory_slices, compute, model.compute_slices))
+        else:
+            allowed = "; ".join("%s starts %s size %d" % (n, ",".join(str(s) for s in model.profile(n).starts),
+                                                         model.profile(n).size) for n in sorted(wanted))
+            reason = "%s cannot be placed together: their allowed placements overlap (%s)" % (summary, allowed)
+        raise _Reason("mig.profiles", reason)
+    return [(name, start, None) for name, start in slots]
+
+
+def _warnings_for(model: GpuModel, slots: Sequence[Tuple[str, int, Optional[str]]]) -> List[str]:
+    warnings = []
+    names = sorted({name for name, _s, _n in slots})
+    for name in names:
+        profile = model.profile(name)
+        if profile.unconfirmed:
+            warnings.append("profile %s on %s rests on unconfirmed geometry (%s); check it with 'nvidia-smi mig "
+                            "-lgip' and '-lgipp' on the host before applying"
+                            % (name, model.key, ", ".join(profile.unconfirmed_fields)))
+    if any(name.endswith("+me.all") for name in names) and len(slots) > 1:
+        warnings.append("%s: a +me.all instance takes all media engines; whether other instances may run beside "
+                        "it is unconfirmed" % model.key)
+    bases = {model.profile(n).base_name.split(".")[0] for n in names}
+    if model.placement_units == 8 and {"3g", "4g"} <= bases:
+        warnings.append("%s: 4g and 3g instances together need an R510 or newer driver" % model.key)
+    return warnings
+
+
+@functools.lru_cache(maxsize=4096)
+def _solve_cached(model_key: str, request: str) -> Tuple[Tuple[Tuple[str, int, Optional[str]], ...], Tuple[str, ...]]:
+    """Solve one GPU's ``mig`` request (as canonical JSON). Raises _Reason."""
+    model = lookup(model_key)
+    mig = json.loads(request)
+    if not isinstance(mig, dict):
+        raise _Reason("mig", "must be a mapping with either instances or profiles")
+    unknown = sorted(set(mig) - {"instances", "profiles", "fill"})
+    if unknown:
+        raise _Reason("mig", "unknown key(s) %s (allowed: instances, profiles, fill)" % ", ".join(unknown))
+    if ("instances" in mig) == ("profiles" in mig):
+        raise _Reason("mig", "give exactly one of instances (needs) or profiles (explicit counts)")
+    fill = mig.get("fill", True)
+    if not isinstance(fill, bool):
+        raise _Reason("mig.fill", "must be true or false, got %r" % (fill,))
+    notes: List[str] = []
+    if "profiles" in mig:
+        if "fill" in mig:
+            raise _Reason("mig.fill", "applies to instances only; explicit profiles are placed exactly as asked")
+        slots = _solve_profiles(model, mig["profiles"])
+    else:
+        needs = _parse_instances(model, mig["instances"])
+        slots, notes = _solve_instances(model, needs, fill)
+    problems = layout_problems(model, [(name, start) for name, start, _n in slots])
+    if problems:  # pragma: no cover - guards the search itself
+        raise AssertionError("planner produced an invalid layout: %s" % "; ".join(problems))
+    ordered = sorted(slots, key=lambda s: (-lookup(model_key).profile(s[0]).size,
+                                           -lookup(model_key).profile(s[0]).compute_slices, s[1]))
+    return tuple(ordered), tuple(notes + _warnings_for(model, slots))
+
+
+# --- node level -----------------------------------------------------------------------
+
+
+def _where(host: Optional[str], index: Any, model: Optional[str], field: str) -> str:
+    gpu = "GPU %s" % (index,)
+    if model:
+        gpu += " (%s)" % model
+    prefix = "host %s, " % host if host else ""
+    return "%s%s, field %s" % (prefix, gpu, field)
+
+
+def plan_node_layout(gpus: Sequence[Dict[str, Any]], config_name: str, host: Optional[str] = None) -> Dict[str, Any]:
+    """Plan the MIG layout of one node; see the module documentation of mig_layout.
+
+    Returns ``{"gpus": [...], "mig_parted": {...}, "warnings": [...]}``. All problems of
+    the node are collected and raised together as one MigLayoutError.
+    """
+    errors: List[str] = []
+    if not isinstance(config_name, str) or not config_name.strip():
+        errors.append("%sfield config_name: must be a non-empty string" % ("host %s, " % host if host else ""))
+    if not isinstance(gpus, (list, tuple)):
+        raise MigLayoutError("%sfield gpus: must be a list of GPU entries" % ("host %s, " % host if host else ""))
+    seen: Dict[int, int] = {}
+    planned: List[Dict[str, Any]] = []
+    warnings: List[str] = []
+    entries: List[Dict[str, Any]] = []
+    for position, entry in enumerate(gpus):
+        if not isinstance(entry, dict):
+            errors.append(_where(host, "#%d" % position, None, "gpus[%d]" % position) + ": must be a mapping")
+            continue
+        index = entry.get("index")
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            hint = " (expand 'count' shorthand into indexed entries first)" if "count" in entry else ""
+            errors.append(_where(host, "#%d" % position, None, "index") + ": must be a GPU index >= 0, got %r%s"
+                          % (index, hint))
+            continue
+        if index in seen:
+            errors.append(_where(host, index, None, "index") + ": duplicate index (entries %d and %d)"
+                          % (seen[index], position))
+            continue
+        seen[index] = position
+        try:
+            model = lookup(str(entry.get("model", "")))
+        except ValueError as error:
+            errors.append(_where(host, index, None, "model") + ": " + str(error))
+            continue
+        use = entry.get("use", "whole")
+        if use not in USES:
+            errors.append(_where(host, index, model.key, "use") + ": must be one of %s, got %r" % (", ".join(USES), use))
+            continue
+        result = {"index": index, "model": model.key, "mig_enabled": use == "mig", "instances": []}
+        if use != "mig":
+            if entry.get("mig") is not None:
+                errors.append(_where(host, index, model.key, "mig") + ": only applies to use: mig (this GPU is %s)" % use)
+                continue
+        elif not model.mig_capable:
+            errors.append(_where(host, index, model.key, "use") + ": %s does not support MIG; use whole or shared"
+                          % model.key)
+            continue
+        else:
+            mig = entry.get("mig")
+            if mig is None:
+                errors.append(_where(host, index, model.key, "mig") + ": use: mig needs mig.instances or mig.profiles")
+                continue
+            try:
+                request = json.dumps(mig, sort_keys=True, default=str)
+                slots, notes = _solve_cached(model.key, request)
+            except _Reason as reason:
+                errors.append(_where(host, index, model.key, reason.field) + ": " + reason.reason)
+                continue
+            result["instances"] = [
+                {"profile": name, "start": start, "size": model.profile(name).size,
+                 "memory_mib": model.profile(name).memory_mib, "name": need}
+                for name, start, need in slots
+            ]
+            warnings.extend("%sGPU %d (%s): %s" % ("host %s, " % host if host else "", index, model.key, note)
+                            for note in notes)
+        planned.append(result)
+        entries.append({"model": model, "result": result})
+    if errors:
+        raise MigLayoutError("; ".join(errors))
+    planned.sort(key=lambda g: g["index"])
+    specs = []
+    for item in sorted(entries, key=lambda e: e["result"]["index"]):
+        model, result = item["model"], item["result"]
+        if not model.mig_capable:
+            continue  # mig-parted leaves GPUs that no spec matches alone
+        spec: Dict[str, Any] = {
+            "device-filter": list(model.device_ids),
+            "devices": [result["index"]],
+            "mig-enabled": result["mig_enabled"],
+        }
+        if result["mig_enabled"]:
+            counts: Dict[str, int] = {}
+            for instance in result["instances"]:
+                counts[instance["profile"]] = counts.get(instance["profile"], 0) + 1
+            spec["mig-devices"] = counts
+        specs.append(spec)
+    mig_configs = {config_name: specs} if specs else {}
+    return {"gpus": planned, "mig_parted": {"version": "v1", "mig-configs": mig_configs}, "warnings": warnings}
