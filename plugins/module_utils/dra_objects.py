@@ -1,0 +1,173 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""DRA objects (resource.k8s.io/v1) for the NVIDIA DRA driver: DeviceClasses,
+per-team ResourceClaimTemplates and the standalone claims of shared GPUs.
+
+The driver's own classes (gpu.nvidia.com, mig.nvidia.com) select any GPU or any MIG
+slice; the plan adds one class per GPU model and one per model and MIG profile, so that
+Kueue can count each kind separately (``deviceClassMappings``) and a pod gets the
+model it was admitted for. Devices are told apart by the attributes the driver
+publishes: ``type``, ``productName``, ``profile``, ``uuid`` and capacity ``memory``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog, sharing
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import Team
+
+RESOURCE_API = "resource.k8s.io/v1"
+DRIVER = "gpu.nvidia.com"
+TEAM_LABEL = "gpushare.io/team"
+_ATTR = "device.attributes['%s']" % DRIVER
+
+
+@dataclass
+class DraPlan:
+    objects: List[Dict[str, Any]] = field(default_factory=list)
+    device_class_mappings: List[Dict[str, Any]] = field(default_factory=list)
+    # team -> DeviceClass names its ResourceClaimTemplates may use
+    template_classes: Dict[str, List[str]] = field(default_factory=dict)
+    # team -> [(namespace, claim name, DeviceClass name)] of its shared GPUs
+    shared_claims: Dict[str, List[Tuple[str, str, str]]] = field(default_factory=dict)
+    warnings: List[str] = field(default_factory=list)
+
+
+def _quote(text: str) -> str:
+    return "'%s'" % text.replace("\\", "\\\\").replace("'", "\\'")
+
+
+def whole_class_name(model_key: str) -> str:
+    return "%s.%s" % (sharing.model_slug(model_key), sharing.DRA_GROUP)
+
+
+def mig_class_name(model_key: str, profile: str) -> str:
+    return "%s.%s.%s" % (sharing.profile_slug(profile), sharing.model_slug(model_key), sharing.DRA_GROUP)
+
+
+def shared_class_name(model_key: str, team: str) -> str:
+    return "%s.%s.shared.%s" % (team, sharing.model_slug(model_key), sharing.DRA_GROUP)
+
+
+def product_expression(model_key: str) -> str:
+    names = gpu_catalog.lookup(model_key).product_names
+    return "%s.productName in [%s]" % (_ATTR, ", ".join(_quote(n) for n in names))
+
+
+def whole_gpu_expression(model_key: str) -> str:
+    return "device.driver == %s && %s.type == 'gpu' && %s" % (_quote(DRIVER), _ATTR, product_expression(model_key))
+
+
+def mig_expression(model_key: str, profile: str) -> str:
+    return "device.driver == %s && %s.type == 'mig' && %s.profile == %s && %s" % (
+        _quote(DRIVER), _ATTR, _ATTR, _quote(profile), product_expression(model_key))
+
+
+def memory_floor_gib(memory_mib: int) -> int:
+    """Whole GiB below the catalog figure: the driver's published memory may differ by a few MiB."""
+    return max(1, memory_mib // 1024)
+
+
+def memory_at_least_expression(gib: int) -> str:
+    """"A device with at least N GiB" on the capacity the driver publishes."""
+    return "device.capacity[%s].memory.compareTo(quantity('%dGi')) >= 0" % (_quote(DRIVER), gib)
+
+
+def uuid_expression(uuid: str) -> str:
+    return "%s.uuid == %s" % (_ATTR, _quote(uuid))
+
+
+def _device_class(name: str, expression: str, description: str) -> Dict[str, Any]:
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "DeviceClass",
+        "metadata": {"name": name, "annotations": {"gpushare.io/description": description}},
+        "spec": {"selectors": [{"cel": {"expression": expression}}]},
+    }
+
+
+def _request(class_name: str, selectors: Sequence[str]) -> Dict[str, Any]:
+    exactly: Dict[str, Any] = {"deviceClassName": class_name, "allocationMode": "ExactCount", "count": 1}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    return {"name": "gpu", "exactly": exactly}
+
+
+def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan]) -> DraPlan:
+    """DeviceClasses, Kueue mappings, claim templates per team namespace and shared claims."""
+    plan = DraPlan()
+    whole_models: Dict[str, str] = {}  # resource -> model
+    mig_kinds: Dict[str, Tuple[str, str, int]] = {}  # resource -> (model, profile, memory)
+    shared: List[Tuple[str, Dict[str, Any]]] = []
+    for host in sorted(nodes):
+        for gpu in nodes[host].gpus:
+            if gpu["use"] == "whole":
+                whole_models[sharing.resource_name("dra", gpu["model"], "whole")] = gpu["model"]
+            elif gpu["use"] == "mig":
+                for instance in gpu["instances"]:
+                    resource = sharing.resource_name("dra", gpu["model"], "mig", instance["profile"])
+                    mig_kinds[resource] = (gpu["model"], instance["profile"], instance["memory_mib"])
+            elif gpu["use"] == "shared":
+                shared.append((host, gpu))
+
+    templates: List[Tuple[str, str, List[str]]] = []  # (template name, class, selectors)
+    for resource in sorted(whole_models):
+        model = whole_models[resource]
+        name = whole_class_name(model)
+        plan.objects.append(_device_class(name, whole_gpu_expression(model), "A whole %s GPU" % model))
+        plan.device_class_mappings.append({"name": resource, "deviceClassNames": [name]})
+        memory = gpu_catalog.lookup(model).memory_mib
+        templates.append(("gpu-%s" % sharing.model_slug(model), name,
+                          [memory_at_least_expression(memory_floor_gib(memory))]))
+    for resource in sorted(mig_kinds):
+        model, profile, memory = mig_kinds[resource]
+        name = mig_class_name(model, profile)
+        plan.objects.append(_device_class(name, mig_expression(model, profile),
+                                          "A %s MIG instance of a %s GPU" % (profile, model)))
+        plan.device_class_mappings.append({"name": resource, "deviceClassNames": [name]})
+        templates.append(("mig-%s-%s" % (sharing.model_slug(model), sharing.profile_slug(profile)), name,
+                          [memory_at_least_expression(memory_floor_gib(memory))]))
+
+    team_by_name = {team.name: team for team in teams}
+    shared_classes: Dict[str, str] = {}
+    for host, gpu in shared:
+        team = team_by_name[gpu["team"]]
+        class_name = shared_class_name(gpu["model"], team.name)
+        if class_name not in shared_classes:
+            shared_classes[class_name] = gpu["model"]
+            plan.objects.append(_device_class(
+                class_name, whole_gpu_expression(gpu["model"]),
+                "A whole %s GPU time-shared by the pods of team %s (standalone claims only)" % (gpu["model"], team.name)))
+        selectors = []
+        if gpu.get("uuid"):
+            selectors.append(uuid_expression(gpu["uuid"]))
+        else:
+            plan.warnings.append(
+                "host %s, GPU %s: no uuid known (run gpu_facts), so the shared claim %s takes whichever free %s "
+                "the first pod's node offers, not necessarily this GPU" % (host, gpu["index"], gpu["claim"], gpu["model"]))
+        namespace = team.namespaces[0]
+        plan.shared_claims.setdefault(team.name, []).append((namespace, gpu["claim"], class_name))
+        plan.objects.append({
+            "apiVersion": RESOURCE_API,
+            "kind": "ResourceClaim",
+            "metadata": {"name": gpu["claim"], "namespace": namespace, "labels": {TEAM_LABEL: team.name},
+                         "annotations": {"gpushare.io/node": host, "gpushare.io/gpu-index": str(gpu["index"]),
+                                         "gpushare.io/replicas": str(gpu.get("replicas", 0))}},
+            "spec": {"devices": {"requests": [_request(class_name, selectors)]}},
+        })
+
+    for team in teams:
+        # Every team may ask for every counted kind: Kueue decides whether it is quota or borrowing.
+        plan.template_classes[team.name] = [class_name for _, class_name, _ in templates]
+        for namespace in team.namespaces:
+            for template_name, class_name, selectors in templates:
+                plan.objects.append({
+                    "apiVersion": RESOURCE_API,
+                    "kind": "ResourceClaimTemplate",
+                    "metadata": {"name": template_name, "namespace": namespace, "labels": {TEAM_LABEL: team.name}},
+                    "spec": {"spec": {"devices": {"requests": [_request(class_name, selectors)]}}},
+                })
+    return plan
