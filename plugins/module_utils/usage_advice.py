@@ -1,0 +1,406 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Quota and layout proposals from usage figures (pure; no I/O).
+
+Input: the figures of ``usage_figures.compute_figures`` plus the inventory
+(``gpushare_teams`` and each host's ``gpushare_gpus``). Output: proposals, each naming the
+inventory variable to change (``where`` the file, ``variable`` the path inside it), the
+current and the proposed value, and the figures that justify it. Nothing is applied:
+a person edits the inventory and runs ``plan.yml`` to see the consequences.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+
+@dataclass(frozen=True)
+class AdviceThresholds:
+    """When a figure becomes a proposal. Defaults suit a two-week window."""
+
+    # A whole GPU busy below this share of its allocated time moves to `use: shared`.
+    shared_below: float = 0.10
+    # Time-sliced replicas are sized so their summed busy share stays under this.
+    shared_target: float = 0.5
+    # Ignore GPUs allocated for less than this many hours in the window.
+    min_allocated_hours: float = 24.0
+    # A MIG instance whose peak memory stays under this share of its slice shrinks.
+    mig_memory_below: float = 0.5
+    # Headroom on top of the peak memory when proposing a smaller MIG need.
+    mig_headroom: float = 1.25
+    # A team "waits" when workloads were pending this share of the window ...
+    waiting_share: float = 0.05
+    # ... and the p95 admission wait is at least this long (seconds).
+    wait_p95_seconds: float = 900.0
+    # The cluster is short of GPUs when saturated with waiting workloads this share of the window.
+    saturated_waiting_share: float = 0.10
+    # A team whose GPUs are busy below this share may give one to a waiting team.
+    donor_efficiency_below: float = 0.3
+
+
+def _memory_mib(value: Any) -> Optional[int]:
+    """Inventory memory needs (10Gi, 40G, 10GiB, 40GB, 512Mi, int MiB) in MiB."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(Ki|Mi|Gi|Ti|K|M|G|T|KiB|MiB|GiB|TiB|KB|MB|GB|TB)?\s*", str(value))
+    if not match:
+        return None
+    number = float(match.group(1))
+    unit = (match.group(2) or "Mi").replace("B", "").rstrip("i")
+    binary = (match.group(2) or "Mi").endswith(("i", "iB"))
+    factor = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}[unit]
+    if not binary:  # decimal units: 1 GB = 10^9 bytes
+        factor = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[unit] / (1024 * 1024)
+    return int(math.ceil(number * factor))
+
+
+def expand_gpus(host: str, entries: Sequence[Mapping[str, Any]]) -> Dict[int, Dict[str, Any]]:
+    """Index -> inventory entry for one host, expanding the ``count`` shorthand.
+
+    A ``count`` entry takes consecutive indices from its ``index`` (or from the first
+    index no explicit entry uses), in list order.
+    """
+    explicit = {int(e["index"]) for e in entries if "index" in e and "count" not in e}
+    out: Dict[int, Dict[str, Any]] = {}
+    position = 0
+    for number, entry in enumerate(entries):
+        if "count" in entry:
+            index = int(entry.get("index", position))
+            for _ in range(int(entry["count"])):
+                while index in explicit or index in out:
+                    index += 1
+                out[index] = dict(entry, index=index, _entry=number)
+                index += 1
+            position = index
+        elif "index" in entry:
+            out[int(entry["index"])] = dict(entry, _entry=number)
+        else:
+            raise ValueError(f"host {host}: gpushare_gpus[{number}]: needs index or count")
+    return out
+
+
+def _host_file(host: str) -> str:
+    return f"host_vars/{host}.yml"
+
+
+def _team_priority(teams: Sequence[Mapping[str, Any]]) -> Dict[str, int]:
+    return {str(t.get("name")): int(t.get("priority", 0)) for t in teams}
+
+
+def propose(
+    figures: Mapping[str, Any],
+    teams: Sequence[Mapping[str, Any]],
+    nodes: Mapping[str, Sequence[Mapping[str, Any]]],
+    plan: Optional[Mapping[str, Any]] = None,
+    thresholds: AdviceThresholds = AdviceThresholds(),
+) -> List[Dict[str, Any]]:
+    """Proposals for the inventory, most important first (waiting, capacity, then efficiency)."""
+    inventory = {host: expand_gpus(host, entries or []) for host, entries in nodes.items()}
+    proposals: List[Dict[str, Any]] = []
+    proposals += _quota_proposals(figures, teams, inventory, thresholds)
+    proposals += _capacity_proposals(figures, inventory, proposals, thresholds)
+    proposals += _shared_proposals(figures, inventory, thresholds)
+    proposals += _mig_proposals(figures, inventory, plan, thresholds)
+    return proposals
+
+
+def _team_gpus(inventory: Mapping[str, Mapping[int, Mapping[str, Any]]], team: str) -> List[Dict[str, Any]]:
+    return [dict(entry, host=host) for host, gpus in inventory.items() for entry in gpus.values()
+            if entry.get("team") == team]
+
+
+def _gpu_figure(figures: Mapping[str, Any], host: str, index: int) -> Optional[Mapping[str, Any]]:
+    for gpu in figures.get("gpus", []):
+        if gpu["host"] == host and gpu["gpu"] == index and not gpu.get("mig_profile"):
+            return gpu
+    return None
+
+
+def _is_waiting(team_figures: Mapping[str, Any], window_hours: float, thresholds: AdviceThresholds) -> bool:
+    pending_hours = team_figures.get("pending_hours")
+    if not pending_hours or pending_hours < thresholds.waiting_share * window_hours:
+        return False
+    wait = team_figures.get("wait_p95_seconds")
+    # Without the wait histogram, pending time alone decides.
+    return wait is None or wait >= thresholds.wait_p95_seconds
+
+
+def _quota_proposals(figures, teams, inventory, thresholds) -> List[Dict[str, Any]]:
+    window_hours = figures["window"]["hours"]
+    priorities = _team_priority(teams)
+    proposals: List[Dict[str, Any]] = []
+    for team, fig in figures["teams"].items():
+        if not _is_waiting(fig, window_hours, thresholds):
+            continue
+        nominal = fig.get("nominal_quota")
+        peak = fig.get("allocated_peak") or 0.0
+        if nominal is not None and peak < nominal:
+            # Waiting below its own quota is not a quota problem (a fragmented or
+            # oversized request); say so instead of raising the quota.
+            proposals.append({
+                "kind": "investigate_waiting",
+                "team": team,
+                "where": None,
+                "variable": None,
+                "current": None,
+                "proposed": None,
+                "reason": (
+                    f"{team} had workloads pending {fig['pending_hours']:g} h of {window_hours:g} h "
+                    f"although its allocation peaked at {peak:g} of a nominal quota of {nominal:g} GPUs: "
+                    "check the size of the waiting requests against a single node."
+                ),
+                "figures": _pick(fig, "pending_hours", "wait_p95_seconds", "allocated_peak", "nominal_quota"),
+            })
+            continue
+        base = nominal if nominal is not None else peak
+        deficit = max(1, int(math.ceil(peak - base)) if peak > base else 1)
+        evidence = _pick(fig, "pending_hours", "pending_peak", "wait_p95_seconds", "allocated_peak",
+                         "allocated_p95", "nominal_quota", "borrowing_limit", "borrowed_peak", "borrowing_hours")
+        wait_text = (f", p95 admission wait {fig['wait_p95_seconds'] / 3600:.1f} h"
+                     if fig.get("wait_p95_seconds") is not None else "")
+        facts = (f"{team} had workloads pending {fig['pending_hours']:g} h of {window_hours:g} h{wait_text}; "
+                 f"its allocation peaked at {peak:g} GPUs against a nominal quota of "
+                 f"{'unknown' if nominal is None else f'{nominal:g}'}")
+        limit = fig.get("borrowing_limit")
+        if limit is not None and (fig.get("borrowed_peak") or 0) >= limit:
+            proposals.append({
+                "kind": "raise_borrowing_limit",
+                "team": team,
+                "where": "group_vars/all (gpushare_teams)",
+                "variable": f"gpushare_teams[name={team}].borrow",
+                "current": limit,
+                "proposed": int(limit) + deficit,
+                "reason": f"{facts}; it borrowed up to its limit of {limit:g}, so a higher borrowing limit lets it use lent GPUs.",
+                "figures": evidence,
+            })
+            continue
+        donor = _donor_gpu(figures, inventory, team, priorities, thresholds)
+        if donor is not None:
+            proposals.append({
+                "kind": "move_gpu",
+                "team": team,
+                "where": _host_file(donor["host"]),
+                "variable": f"gpushare_gpus[index={donor['index']}].team",
+                "current": donor["team"],
+                "proposed": team,
+                "reason": (f"{facts}; GPU {donor['index']} on {donor['host']} is allocated to {donor['team']} "
+                           f"but busy only {donor['busy']:.0%} of that time, so moving it raises {team}'s "
+                           f"nominal quota to {(nominal or 0) + 1:g}."),
+                "figures": dict(evidence, donor_busy_ratio_when_allocated=round(donor["busy"], 3)),
+            })
+            continue
+        proposals.append(_add_gpu(team, inventory, deficit, f"{facts}; no other team has a GPU idle enough to give, "
+                                  f"so {team}'s nominal quota grows by {deficit} with {deficit} more GPU(s).",
+                                  evidence, kind="add_gpu_for_quota"))
+    return proposals
+
+
+def _donor_gpu(figures, inventory, team, priorities, thresholds) -> Optional[Dict[str, Any]]:
+    candidates = []
+    for host, gpus in inventory.items():
+        for index, entry in gpus.items():
+            owner = entry.get("team")
+            if owner in (None, team) or entry.get("use", "whole") != "whole":
+                continue
+            # Never propose taking a GPU from a team that outranks the waiting one:
+            # its reclaim would take the GPU back anyway.
+            if priorities.get(owner, 0) > priorities.get(team, 0):
+                continue
+            fig = _gpu_figure(figures, host, index)
+            if not fig or fig.get("busy_ratio_when_allocated") is None:
+                continue
+            busy = fig["busy_ratio_when_allocated"]
+            if busy < thresholds.donor_efficiency_below:
+                candidates.append({"host": host, "index": index, "team": owner, "busy": busy})
+    return min(candidates, key=lambda c: c["busy"]) if candidates else None
+
+
+def _add_gpu(team, inventory, count, reason, evidence, kind) -> Dict[str, Any]:
+    owned = _team_gpus(inventory, team)
+    whole = [g for g in owned if g.get("use", "whole") == "whole"]
+    model_source = whole or owned or [g for gpus in inventory.values() for g in gpus.values()]
+    models = [g.get("model") for g in model_source if g.get("model")]
+    model = max(set(models), key=models.count) if models else None
+    use = "whole" if whole or not owned else owned[0].get("use", "whole")
+    host = model_source[0]["host"] if model_source and "host" in model_source[0] else None
+    entry: Dict[str, Any] = {"count": count, "team": team, "use": use}
+    if model:
+        entry["model"] = model
+    return {
+        "kind": kind,
+        "team": team,
+        "where": _host_file(host) if host else "host_vars/<new host>.yml",
+        "variable": "gpushare_gpus (append)",
+        "current": None,
+        "proposed": entry,
+        "reason": reason + (f" The load that waits runs on {use} GPUs" + (f" ({model})" if model else "") + "."),
+        "figures": evidence,
+    }
+
+
+def _capacity_proposals(figures, inventory, earlier, thresholds) -> List[Dict[str, Any]]:
+    cluster = figures["cluster"]
+    window_hours = figures["window"]["hours"]
+    waiting = cluster.get("saturated_with_waiting_hours")
+    if not waiting or waiting < thresholds.saturated_waiting_share * window_hours:
+        return []
+    team = cluster.get("team_pending_most") or cluster.get("team_waiting_longest")
+    if team is None or any(p["kind"] == "add_gpu_for_quota" and p["team"] == team for p in earlier):
+        return []
+    evidence = _pick(cluster, "gpus", "busy_share", "allocated_share", "saturated_hours",
+                     "saturated_with_waiting_hours", "wait_p95_seconds_max")
+    reason = (f"All {cluster['gpus']} GPUs were allocated while workloads waited for {waiting:g} h of "
+              f"{window_hours:g} h (cluster busy share {cluster.get('busy_share') or 0:.0%}); "
+              f"{team} waited most, so another card is justified for its load.")
+    return [_add_gpu(team, inventory, 1, reason, evidence, kind="add_gpu")]
+
+
+def _shared_proposals(figures, inventory, thresholds) -> List[Dict[str, Any]]:
+    proposals = []
+    for host, gpus in inventory.items():
+        for index, entry in sorted(gpus.items()):
+            if entry.get("use", "whole") != "whole":
+                continue
+            fig = _gpu_figure(figures, host, index)
+            if not fig or fig.get("busy_ratio_when_allocated") is None:
+                continue
+            if (fig.get("allocated_hours") or 0) < thresholds.min_allocated_hours:
+                continue
+            busy = fig["busy_ratio_when_allocated"]
+            if busy >= thresholds.shared_below:
+                continue
+            replicas = max(2, min(8, int(thresholds.shared_target / max(busy, 0.01))))
+            where = _host_file(host)
+            base = f"gpushare_gpus[index={index}]"
+            if entry.get("count"):
+                base = f"gpushare_gpus[{entry['_entry']}] (count entry; split GPU {index} out)"
+            proposals.append({
+                "kind": "whole_to_shared",
+                "team": entry.get("team"),
+                "where": where,
+                "variable": f"{base}.use",
+                "current": "whole",
+                "proposed": "shared",
+                "also": {f"{base}.replicas": replicas},
+                "reason": (f"GPU {index} on {host} ({entry.get('team')}) was allocated {fig['allocated_hours']:g} h "
+                           f"and busy {busy:.1%} of that time, idle {fig.get('idle_allocated_hours') or 0:g} h; "
+                           f"time-sliced with {replicas} replicas the same load keeps the GPU under "
+                           f"{thresholds.shared_target:.0%} busy and frees it for others."),
+                "figures": _pick(fig, "allocated_hours", "busy_ratio_when_allocated", "idle_allocated_hours"),
+            })
+    return proposals
+
+
+def _planned_instance(plan, host, index, profile) -> List[str]:
+    if not plan:
+        return []
+    node = (plan.get("nodes") or {}).get(host) or {}
+    for gpu in node.get("gpus") or []:
+        if gpu.get("index") == index:
+            return [i.get("name") for i in gpu.get("instances") or [] if i.get("profile") == profile and i.get("name")]
+    return []
+
+
+def _mig_proposals(figures, inventory, plan, thresholds) -> List[Dict[str, Any]]:
+    proposals = []
+    for fig in figures.get("gpus", []):
+        profile = fig.get("mig_profile")
+        used, total = fig.get("memory_used_peak_mib"), fig.get("memory_total_mib")
+        if not profile or used is None or not total:
+            continue
+        if used >= thresholds.mig_memory_below * total:
+            continue
+        if (fig.get("allocated_hours") or 0) < thresholds.min_allocated_hours:
+            continue  # an unused slice (often a fill instance) says nothing about a need
+        if _compute_slices(profile) <= 1:
+            # Already the fewest compute slices; smaller-memory 1g variants exist only on
+            # some models, so a smaller need might not free anything.
+            continue
+        host, index = fig["host"], fig["gpu"]
+        entry = (inventory.get(host) or {}).get(index, {})
+        need_gib = max(1, int(math.ceil(used * thresholds.mig_headroom / 1024.0)))
+        proposed = f"{need_gib}GiB"
+        names = _planned_instance(plan, host, index, profile)
+        instances = (entry.get("mig") or {}).get("instances") or []
+        current = None
+        if len(names) == 1:
+            variable = f"gpushare_gpus[index={index}].mig.instances[name={names[0]}].memory"
+            current = next((i.get("memory") for i in instances if i.get("name") == names[0]), None)
+        else:
+            variable = f"gpushare_gpus[index={index}].mig"
+            proposed = {"replace": f"the instance on {profile} (GPU instance {fig.get('mig_instance_id')})",
+                        "memory": f"{need_gib}GiB"}
+            if names:
+                proposed["candidates"] = names
+        current_mib = _memory_mib(current) if current is not None else None
+        if current_mib is not None and current_mib <= need_gib * 1024:
+            continue  # the need is already small; the planner chose the slice size for other reasons
+        proposals.append({
+            "kind": "mig_smaller_profile",
+            "team": entry.get("team"),
+            "where": _host_file(host),
+            "variable": variable,
+            "current": current if current is not None else profile,
+            "proposed": proposed,
+            "reason": (f"MIG instance {profile} on {host} GPU {index} never used more than "
+                       f"{used / 1024:.1f} GiB of its {total / 1024:.1f} GiB; a need of {need_gib}GiB "
+                       f"({thresholds.mig_headroom:.0%} of the peak) lets the planner pick a smaller profile "
+                       "and frees slices."),
+            "figures": _pick(fig, "memory_used_peak_mib", "memory_total_mib", "allocated_hours",
+                             "busy_ratio_when_allocated"),
+        })
+    return proposals
+
+
+def _compute_slices(profile: str) -> int:
+    match = re.match(r"(\d+)g\.", profile)
+    return int(match.group(1)) if match else 0
+
+
+def _pick(source: Mapping[str, Any], *keys: str) -> Dict[str, Any]:
+    return {key: source.get(key) for key in keys}
+
+
+def _fmt(value: Any, unit: str = "", digits: int = 1) -> str:
+    if value is None:
+        return "missing"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}{unit}"
+    return f"{value}{unit}"
+
+
+def summary_lines(figures: Mapping[str, Any], proposals: Sequence[Mapping[str, Any]]) -> List[str]:
+    """Human-readable lines: the window, one per team, the cluster, then each proposal."""
+    window = figures["window"]
+    lines = [f"window: {window['hours']:g} h at {window['step_seconds']} s steps"]
+    for team, fig in figures["teams"].items():
+        efficiency = fig.get("efficiency")
+        wait = fig.get("wait_p95_seconds")
+        lines.append(
+            f"team {team}: allocated {_fmt(fig.get('gpu_hours_allocated'), ' GPU-h')}, "
+            f"busy {_fmt(fig.get('gpu_hours_busy'), ' GPU-h')}, "
+            f"efficiency {'missing' if efficiency is None else f'{efficiency:.0%}'}, "
+            f"peak {_fmt(fig.get('allocated_peak'))} / p95 {_fmt(fig.get('allocated_p95'))} GPUs, "
+            f"borrowing {_fmt(fig.get('borrowing_hours'), ' h')}, lending {_fmt(fig.get('lending_hours'), ' h')}, "
+            f"pending {_fmt(fig.get('pending_hours'), ' h')}, "
+            f"p95 wait {'missing' if wait is None else f'{wait / 3600:.1f} h'}"
+        )
+    cluster = figures["cluster"]
+    busy_share = cluster.get("busy_share")
+    lines.append(
+        f"cluster: {cluster.get('gpus')} GPUs, busy share "
+        f"{'missing' if busy_share is None else f'{busy_share:.0%}'}, "
+        f"saturated {_fmt(cluster.get('saturated_hours'), ' h')}, pending {_fmt(cluster.get('pending_hours'), ' h')}"
+    )
+    for item in figures.get("missing", []):
+        lines.append(f"missing: {item['figure']} ({item['series']}; from {item['source']})")
+    for proposal in proposals:
+        lines.append(
+            f"proposal {proposal['kind']}: {proposal.get('where') or '-'}: {proposal.get('variable') or '-'}: "
+            f"{proposal.get('current')!r} -> {proposal.get('proposed')!r} ({proposal['reason']})"
+        )
+    return lines
