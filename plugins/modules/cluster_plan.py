@@ -1,0 +1,136 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: cluster_plan
+short_description: Build the whole GPU sharing plan of the cluster
+version_added: 0.1.0
+description:
+  - Builds the C(gpushare_plan) from the inventory and, when given, the GPU facts of the hosts;
+    MIG layouts and mig-parted configs per node shape, device-plugin configs, node labels, team
+    capacity and limits, every Kubernetes object of the queues, DRA and isolation layers, the
+    Kueue Configuration parts, and warnings. The shape is documented in C(docs/plan.md).
+  - Runs on the controller with no host access; it never changes anything and supports check mode.
+  - Every problem in the inventory is reported at once (and nothing else is returned), each
+    naming the host, GPU index and field.
+author:
+  - gpushare.cluster maintainers
+options:
+  teams:
+    description:
+      - The teams, as in C(gpushare_teams).
+    type: list
+    elements: dict
+    required: true
+  nodes:
+    description:
+      - Host name to the list of its GPU entries (C(gpushare_gpus)); hosts without GPUs may be left out.
+    type: dict
+    required: true
+  gpu_facts:
+    description:
+      - Host name to its C(gpushare_gpu_facts), for models left out of the inventory and GPU UUIDs.
+    type: dict
+  backend:
+    description:
+      - How GPUs reach pods (C(gpushare_gpu_backend)).
+    type: str
+    choices: [dra, device_plugin]
+    default: dra
+  distribution:
+    description:
+      - Kubernetes distribution (C(gpushare_kubernetes_distribution)).
+    type: str
+    choices: [microk8s, kubeadm]
+    default: microk8s
+  kubernetes_version:
+    description:
+      - Kubernetes minor version (C(gpushare_kubernetes_version)), 1.34 to 1.36.
+    type: str
+    default: "1.35"
+  cohort:
+    description:
+      - Name of the Kueue Cohort of the team queues.
+    type: str
+    default: gpushare
+  tolerations:
+    description:
+      - Tolerations added to every GPU ResourceFlavor, for GPU nodes with taints.
+    type: list
+    elements: dict
+    default: []
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Build the plan on the controller
+  gpushare.cluster.cluster_plan:
+    teams: "{{ gpushare_teams }}"
+    nodes: "{{ dict(groups['workers'] | zip(groups['workers'] | map('extract', hostvars, 'gpushare_gpus'))) }}"
+    backend: "{{ gpushare_gpu_backend }}"
+    distribution: "{{ gpushare_kubernetes_distribution }}"
+    kubernetes_version: "{{ gpushare_kubernetes_version }}"
+  delegate_to: localhost
+  run_once: true
+  register: __plan
+
+- name: Keep it as the gpushare_plan fact
+  ansible.builtin.set_fact:
+    gpushare_plan: "{{ __plan.plan }}"
+"""
+
+RETURN = r"""
+plan:
+  description: The whole plan (version, backend, distribution, kubernetes_version, cohort, nodes,
+    mig_parted, device_plugin_configs, teams, objects, kueue_configuration, warnings).
+  returned: success
+  type: dict
+errors:
+  description: Every problem found in the inventory.
+  returned: failure
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            teams=dict(type="list", elements="dict", required=True),
+            nodes=dict(type="dict", required=True),
+            gpu_facts=dict(type="dict"),
+            backend=dict(type="str", choices=["dra", "device_plugin"], default="dra"),
+            distribution=dict(type="str", choices=["microk8s", "kubeadm"], default="microk8s"),
+            kubernetes_version=dict(type="str", default="1.35"),
+            cohort=dict(type="str", default="gpushare"),
+            tolerations=dict(type="list", elements="dict", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        plan = build_plan(params["teams"], params["nodes"], gpu_facts=params["gpu_facts"], backend=params["backend"],
+                          distribution=params["distribution"], kubernetes_version=params["kubernetes_version"],
+                          cohort=params["cohort"], tolerations=params["tolerations"])
+    except PlanError as exc:
+        module.fail_json(msg=str(exc), errors=exc.errors)
+    for warning in plan["warnings"]:
+        module.warn(warning)
+    module.exit_json(changed=False, plan=plan)
+
+
+if __name__ == "__main__":
+    main()

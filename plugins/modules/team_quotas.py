@@ -1,0 +1,143 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: team_quotas
+short_description: Compute team GPU quotas and the Kueue, DRA and isolation objects that enforce them
+version_added: 0.1.0
+description:
+  - From the teams and the GPUs of every node, computes what each team owns and the Kubernetes
+    objects that make Kueue (v0.19, C(kueue.x-k8s.io/v1beta2)) enforce it, plus the team
+    isolation objects.
+  - Objects returned are Namespaces labelled with their team, ResourceFlavors, one Cohort, one
+    ClusterQueue per team, a LocalQueue per team namespace, WorkloadPriorityClasses, a Role and
+    RoleBinding per team namespace and ValidatingAdmissionPolicies with their bindings; with the
+    C(dra) backend also DeviceClasses, ResourceClaimTemplates and the ResourceClaims of shared GPUs.
+  - For every flavor and resource, the nominal quotas add up exactly to the capacity in the
+    inventory; only the highest-priority team reclaims with C(Any); a ClusterQueue admits only its
+    own team's namespaces.
+  - Pure computation with no host access; it never changes anything and supports check mode.
+  - Every problem in the input is reported at once, each naming the host, GPU index and field.
+author:
+  - gpushare.cluster maintainers
+options:
+  teams:
+    description:
+      - The teams, as in C(gpushare_teams).
+      - Each item has C(name), C(namespaces), C(priority) and optionally C(group), C(borrow),
+        C(lend), C(cpu) and C(memory) (see C(docs/quotas.md)).
+    type: list
+    elements: dict
+    required: true
+  nodes:
+    description:
+      - Host name to the list of its GPU entries, as in the hosts' C(gpushare_gpus).
+    type: dict
+    required: true
+  backend:
+    description:
+      - How GPUs reach pods.
+    type: str
+    choices: [dra, device_plugin]
+    default: dra
+  cohort:
+    description:
+      - Name of the Kueue Cohort every team queue belongs to.
+    type: str
+    default: gpushare
+  gpu_facts:
+    description:
+      - Host name to its C(gpushare_gpu_facts) (from M(gpushare.cluster.gpu_facts)); used to fill in
+        models left out of the inventory and the UUIDs that pin shared GPUs.
+    type: dict
+  tolerations:
+    description:
+      - Tolerations added to every GPU ResourceFlavor, for GPU nodes with taints.
+    type: list
+    elements: dict
+    default: []
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Compute team quotas for the four-GPU server
+  gpushare.cluster.team_quotas:
+    teams: "{{ gpushare_teams }}"
+    nodes:
+      gpu1: "{{ hostvars['gpu1'].gpushare_gpus }}"
+    backend: dra
+  register: quotas
+
+- name: Show what each team owns
+  ansible.builtin.debug:
+    var: quotas.capacity
+"""
+
+RETURN = r"""
+capacity:
+  description: Team name to quota resource to the number of units the team owns.
+  returned: success
+  type: dict
+  sample: {"production": {"gpushare.io/rtx-pro-6000": 1, "gpushare.io/rtx-pro-6000-mig-1g.24gb": 4}}
+objects:
+  description: Kubernetes objects (dicts with apiVersion, kind, metadata ...), in apply order by kind.
+  returned: success
+  type: list
+  elements: dict
+kueue_configuration:
+  description: The parts of the Kueue Configuration the objects need (C(resources), C(managedJobsNamespaceSelector)).
+  returned: success
+  type: dict
+  sample: {"resources": {"quotaCheckStrategy": "IgnoreUndeclared", "deviceClassMappings": []}}
+warnings_list:
+  description: Things the user should know about the plan (also emitted as warnings).
+  returned: success
+  type: list
+  elements: str
+errors:
+  description: Every problem found in the input.
+  returned: failure
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, team_quotas
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            teams=dict(type="list", elements="dict", required=True),
+            nodes=dict(type="dict", required=True),
+            backend=dict(type="str", choices=["dra", "device_plugin"], default="dra"),
+            cohort=dict(type="str", default="gpushare"),
+            gpu_facts=dict(type="dict"),
+            tolerations=dict(type="list", elements="dict", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        result = team_quotas(params["teams"], params["nodes"], backend=params["backend"], cohort=params["cohort"],
+                             gpu_facts=params["gpu_facts"], tolerations=params["tolerations"])
+    except PlanError as exc:
+        module.fail_json(msg=str(exc), errors=exc.errors)
+    for warning in result["warnings"]:
+        module.warn(warning)
+    module.exit_json(changed=False, capacity=result["capacity"], objects=result["objects"],
+                     kueue_configuration=result["kueue_configuration"], warnings_list=result["warnings"])
+
+
+if __name__ == "__main__":
+    main()
