@@ -11,6 +11,7 @@ a PDF print are saved under build/test-artifacts/ for people to look at.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -100,9 +101,10 @@ def _inventory_gpus():
 
 def _plan_with_playbook(directory):
     """Run plan.yml on the example inventory (the `make demo` path) into directory."""
-    from tests.unit.playbooks.runner import run_plan_playbook  # pylint: disable=import-outside-toplevel
-
-    result = run_plan_playbook(EXAMPLE, directory)
+    spec = importlib.util.spec_from_file_location("gpushare_playbook_runner", REPO_ROOT / "tests" / "unit" / "playbooks" / "runner.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    result = runner.run_plan_playbook(EXAMPLE, directory)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return json.loads((directory / "plan.json").read_text(encoding="utf-8"))
 

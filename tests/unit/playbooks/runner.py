@@ -1,0 +1,54 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run the collection's playbooks from the checkout, as `make demo` does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+PLAYBOOKS = REPO_ROOT / "playbooks"
+
+
+def collections_path() -> Path:
+    """A directory holding ansible_collections/gpushare/cluster -> the checkout."""
+    parent = REPO_ROOT.parent
+    if parent.name == "gpushare" and parent.parent.name == "ansible_collections":
+        return parent.parent.parent
+    base = Path(tempfile.gettempdir()) / ("gpushare-playbooks-%d" % os.getuid())
+    link = base / "ansible_collections" / "gpushare" / "cluster"
+    if not link.is_symlink():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            link.symlink_to(REPO_ROOT, target_is_directory=True)
+        except FileExistsError:
+            pass
+    return base
+
+
+def ansible_env(**extra: str) -> dict:
+    env = dict(os.environ)
+    env.update({
+        "ANSIBLE_COLLECTIONS_PATH": str(collections_path()),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_RETRY_FILES_ENABLED": "0",
+        "ANSIBLE_LOCAL_TEMP": str(Path(tempfile.gettempdir()) / ("gpushare-ansible-tmp-%d" % os.getuid())),
+    })
+    env.update(extra)
+    return env
+
+
+def ansible_playbook(*args: str, cwd: Path = REPO_ROOT, timeout: int = 600) -> subprocess.CompletedProcess:
+    command = [str(Path(sys.executable).parent / "ansible-playbook")] + list(args)
+    return subprocess.run(command, cwd=str(cwd), env=ansible_env(), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def run_plan_playbook(inventory: Path, plan_dir: Path, *extra: str) -> subprocess.CompletedProcess:
+    return ansible_playbook("-i", str(inventory), str(PLAYBOOKS / "plan.yml"),
+                            "-e", "gpushare_plan_dir=%s" % plan_dir, *extra)

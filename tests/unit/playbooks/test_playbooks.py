@@ -1,0 +1,154 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The playbooks as users run them: syntax, layer order, and plan.yml end to end."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+_SPEC = importlib.util.spec_from_file_location("gpushare_playbook_runner", Path(__file__).with_name("runner.py"))
+runner = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(runner)
+
+REPO_ROOT = runner.REPO_ROOT
+PLAYBOOKS = runner.PLAYBOOKS
+EXAMPLE = REPO_ROOT / "inventories" / "example"
+MULTINODE = REPO_ROOT / "inventories" / "multinode"
+VAULT_PASSWORD = MULTINODE / "vault-password.txt"
+
+# The layers of site.yml, in the order DESIGN.md gives; each is also its own playbook and tag.
+LAYERS = ["prepare_hosts", "kubernetes", "gpu_stack", "queues", "monitoring"]
+
+
+def _playbook_files():
+    return sorted(path.name for path in PLAYBOOKS.glob("*.yml"))
+
+
+@pytest.mark.parametrize("playbook", _playbook_files())
+@pytest.mark.parametrize("inventory", [EXAMPLE, MULTINODE], ids=["example", "multinode"])
+def test_syntax_check(playbook, inventory):
+    result = runner.ansible_playbook("--syntax-check", "-i", str(inventory),
+                                     "--vault-password-file", str(VAULT_PASSWORD), str(PLAYBOOKS / playbook))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_site_lists_the_layers_in_order():
+    site = yaml.safe_load((PLAYBOOKS / "site.yml").read_text(encoding="utf-8"))
+    imported = [Path(entry["ansible.builtin.import_playbook"]).stem for entry in site]
+    present = [layer for layer in LAYERS if (PLAYBOOKS / ("%s.yml" % layer)).exists()]
+    assert imported == present
+
+    result = runner.ansible_playbook("--list-tasks", "-i", str(MULTINODE), str(PLAYBOOKS / "site.yml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    plays = re.findall(r"^\s*play #\d+ \(([^)]*)\): (.*?)\s+TAGS: \[([^\]]*)\]", result.stdout, re.MULTILINE)
+    assert plays, result.stdout
+    # Every layer's plays carry its tag, and the tags come in the documented order.
+    order = []
+    for _hosts, _name, tags in plays:
+        layer_tags = [tag.strip() for tag in tags.split(",") if tag.strip() in LAYERS]
+        for tag in layer_tags:
+            if not order or order[-1] != tag:
+                order.append(tag)
+    assert order == present
+    # Preflight (the plan) comes before every play that touches a host.
+    assert "preflight" in plays[0][2]
+
+
+@pytest.fixture(scope="module")
+def example_plan(tmp_path_factory):
+    plan_dir = tmp_path_factory.mktemp("plan") / "build" / "plan"
+    result = runner.run_plan_playbook(EXAMPLE, plan_dir)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    return plan_dir, result
+
+
+def test_plan_writes_plan_report_summary_and_examples(example_plan):
+    plan_dir, result = example_plan
+    plan = json.loads((plan_dir / "plan.json").read_text(encoding="utf-8"))
+    assert plan["version"] == 1
+    assert sorted(plan["nodes"]) == ["gpu1"]
+    assert [gpu["use"] for gpu in plan["nodes"]["gpu1"]["gpus"]] == ["whole", "mig", "shared", "whole"]
+    assert [gpu["team"] for gpu in plan["nodes"]["gpu1"]["gpus"]] == ["production", "production", "data", "training"]
+    html = (plan_dir / "index.html").read_text(encoding="utf-8")
+    assert html.count('class="gpu"') == 4
+    summary = (plan_dir / "summary.txt").read_text(encoding="utf-8")
+    # The summary is printed at the end of the run, line by line.
+    for line in summary.splitlines()[:3]:
+        if line.strip():
+            assert line.strip() in result.stdout
+    assert "index.html" in result.stdout
+    examples = sorted(path.name for path in (plan_dir / "manifests" / "examples").glob("*.yaml"))
+    assert examples == ["10-serving.yaml", "20-mig-models.yaml", "30-notebooks.yaml", "40-fine-tune.yaml"]
+
+
+def test_plan_is_idempotent(example_plan):
+    plan_dir, _result = example_plan
+    before = {path: path.read_bytes() for path in plan_dir.rglob("*") if path.is_file()}
+    again = runner.run_plan_playbook(EXAMPLE, plan_dir)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert re.search(r"changed=0\b", again.stdout), again.stdout
+    after = {path: path.read_bytes() for path in plan_dir.rglob("*") if path.is_file()}
+    assert before == after
+
+
+def _broken_inventory(tmp_path):
+    inventory = tmp_path / "inventory"
+    shutil.copytree(EXAMPLE, inventory)
+    host_vars = inventory / "host_vars" / "gpu1.yml"
+    gpus = yaml.safe_load(host_vars.read_text(encoding="utf-8"))["gpushare_gpus"]
+    gpus[0]["team"] = "marketing"          # no such team
+    gpus[2]["replicas"] = 1                # sharing a GPU with one replica shares nothing
+    gpus[3]["index"] = 2                   # index 2 twice
+    host_vars.write_text(yaml.safe_dump({"gpushare_gpus": gpus}), encoding="utf-8")
+    return inventory
+
+
+def test_plan_with_errors_fails_listing_all_and_writes_nothing(tmp_path):
+    plan_dir = tmp_path / "out" / "plan"
+    result = runner.run_plan_playbook(_broken_inventory(tmp_path), plan_dir)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "marketing" in output
+    assert "replicas" in output
+    assert re.search(r"index|duplicate", output)
+    assert not plan_dir.exists()
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_plan_with_errors_leaves_a_previous_plan_untouched(tmp_path, example_plan):
+    plan_dir = tmp_path / "plan"
+    shutil.copytree(example_plan[0], plan_dir)
+    before = {path.relative_to(plan_dir): path.read_bytes() for path in plan_dir.rglob("*") if path.is_file()}
+    result = runner.run_plan_playbook(_broken_inventory(tmp_path), plan_dir)
+    assert result.returncode != 0
+    after = {path.relative_to(plan_dir): path.read_bytes() for path in plan_dir.rglob("*") if path.is_file()}
+    assert before == after
+
+
+def test_plan_of_the_multinode_inventory_needs_no_vault_password(tmp_path):
+    plan_dir = tmp_path / "plan"
+    result = runner.run_plan_playbook(MULTINODE, plan_dir)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    plan = json.loads((plan_dir / "plan.json").read_text(encoding="utf-8"))
+    assert sorted(plan["nodes"]) == ["a100", "hgx1", "hgx2", "l40s"]
+    assert sum(len(node["gpus"]) for node in plan["nodes"].values()) == 22
+    assert sorted(plan["teams"]) == ["data", "production", "research", "training"]
+
+
+def test_multinode_secrets_decrypt_with_the_demo_password():
+    command = [str(Path(sys.executable).parent / "ansible"), "-i", str(MULTINODE), "cp1", "-c", "local",
+               "--vault-password-file", str(VAULT_PASSWORD), "-m", "ansible.builtin.debug",
+               "-a", "msg={{ vault_kubeadm_token | length }}"]
+    check = subprocess.run(command, env=runner.ansible_env(), capture_output=True, text=True, timeout=120, check=False)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert '"msg": 23' in check.stdout
