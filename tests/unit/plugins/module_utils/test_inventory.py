@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import (
+    normalise_inventory,
+)
+from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+TEAMS = [{"name": "a", "namespaces": ["a"], "priority": 10}, {"name": "b", "namespaces": ["b"], "priority": 5}]
+
+
+def load(name):
+    return yaml.safe_load((FIXTURES / name).read_text())
+
+
+def test_count_shorthand_takes_the_lowest_free_indices_around_explicit_ones():
+    inventory, errors = normalise_inventory(TEAMS, {"n1": [
+        {"index": 1, "model": "L4", "team": "a", "use": "whole"},
+        {"count": 3, "model": "h100-80gb", "team": "b", "use": "whole"},
+    ]})
+    assert errors == []
+    gpus = inventory.nodes["n1"]
+    assert [(g.index, g.model, g.team) for g in gpus] == [
+        (0, "H100-80GB", "b"), (1, "L4", "a"), (2, "H100-80GB", "b"), (3, "H100-80GB", "b")]
+
+
+def test_model_and_uuid_come_from_gpu_facts_when_left_out():
+    facts = {"n1": {"source": "nvidia-smi", "gpus": [
+        {"index": 0, "uuid": "GPU-aaaa", "name": "NVIDIA H100 80GB HBM3", "model": "H100-80GB"},
+        {"index": 1, "uuid": "GPU-bbbb", "name": "NVIDIA L40S", "pci_device_id": "0x26B910DE"},
+    ]}}
+    inventory, errors = normalise_inventory(TEAMS, {"n1": [
+        {"index": 0, "team": "a", "use": "whole"}, {"index": 1, "team": "b", "use": "whole"}]}, facts)
+    assert errors == []
+    assert [(g.model, g.uuid) for g in inventory.nodes["n1"]] == [("H100-80GB", "GPU-aaaa"), ("L40S", "GPU-bbbb")]
+
+
+def test_inventory_model_contradicting_the_facts_is_reported():
+    facts = {"n1": {"gpus": [{"index": 0, "name": "NVIDIA L4", "model": "L4"}]}}
+    _, errors = normalise_inventory(TEAMS, {"n1": [{"index": 0, "model": "A100-80GB", "team": "a", "use": "whole"}]},
+                                    facts)
+    assert errors == ["host n1, GPU 0, field model: the inventory says A100-80GB but the host reports L4 (NVIDIA L4)"]
+
+
+def test_missing_model_without_facts_and_index_absent_from_facts():
+    _, errors = normalise_inventory(TEAMS, {"n1": [{"index": 0, "team": "a", "use": "whole"}]})
+    assert errors == ["host n1, GPU 0, field model: not set and no gpu_facts for this host to discover it"]
+    facts = {"n1": {"gpus": [{"index": 0, "name": "NVIDIA L4"}]}}
+    _, errors = normalise_inventory(TEAMS, {"n1": [{"index": 5, "model": "L4", "team": "a", "use": "whole"}]}, facts)
+    assert errors == ["host n1, GPU 5, field index: the host reports no GPU with this index (found: 0)"]
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"index": 0, "model": "L4", "team": "a", "use": "mig", "mig": {"profiles": {"1g.10gb": 1}}},
+     "host n1, GPU 0, field use: L4 does not support MIG"),
+    ({"index": 0, "model": "A100-40GB", "team": "a", "use": "whole", "mig": {"profiles": {"1g.5gb": 1}}},
+     "host n1, GPU 0, field mig: mig is only valid with use: mig (use is 'whole')"),
+    ({"index": 0, "model": "A100-40GB", "team": "a", "use": "mig"},
+     "host n1, GPU 0, field mig: use: mig needs mig.instances (needs) or mig.profiles (name: count)"),
+    ({"index": 0, "model": "L4", "team": "a", "use": "whole", "replicas": 4},
+     "host n1, GPU 0, field replicas: replicas is only valid with use: shared (use is 'whole')"),
+    ({"index": 0, "model": "L4", "team": "a", "use": "lent"},
+     "host n1, GPU 0, field use: must be one of whole, mig, shared, got 'lent'"),
+    ({"index": 0, "model": "L4", "team": "a", "use": "whole", "tema": "b"},
+     "host n1, GPU 0, field tema: unknown option (known: count, index, mig, model, replicas, team, use, uuid)"),
+    ({"index": 0, "count": 2, "model": "L4", "team": "a", "use": "whole"},
+     "host n1, GPU 0, field count: give either index or count, not both"),
+    ({"index": 0, "model": "NoSuchGPU", "team": "a", "use": "whole"}, "host n1, GPU 0, field model: unknown GPU model"),
+])
+def test_each_gpu_mistake_names_host_index_and_field(entry, message):
+    _, errors = normalise_inventory(TEAMS, {"n1": [entry]})
+    assert len(errors) == 1 and errors[0].startswith(message), errors
+
+
+@pytest.mark.parametrize("teams, message", [
+    ([{"name": "a", "namespaces": ["x"], "priority": 1}, {"name": "a", "namespaces": ["y"], "priority": 0}],
+     "team a, field name: defined twice"),
+    ([{"name": "Prod", "namespaces": ["x"], "priority": 1}], "team Prod, field name: must be a lowercase DNS label"),
+    ([{"name": "a", "namespaces": [], "priority": 1}], "team a, field namespaces: must be a non-empty list"),
+    ([{"name": "a", "namespaces": ["x"], "priority": "high"}], "team a, field priority: must be an integer"),
+    ([{"name": "a", "namespaces": ["x"], "priority": 5}, {"name": "b", "namespaces": ["y"], "priority": 5}],
+     "teams a, b, field priority: the highest priority (5) must belong to one team"),
+    ([{"name": "a", "namespaces": ["x"], "priority": 1, "borrow": {"nvidia.com/gpu": -2}}],
+     "team a, field borrow[nvidia.com/gpu]: must be a non-negative integer, got -2"),
+    ([{"name": "a", "namespaces": ["x"], "priority": 1, "cpu": "lots"}],
+     "team a, field cpu: 'lots' is not a Kubernetes quantity"),
+])
+def test_each_team_mistake_is_reported(teams, message):
+    _, errors = normalise_inventory(teams, {})
+    assert len(errors) == 1 and errors[0].startswith(message), errors
+
+
+def test_limits_accept_booleans_integers_and_mappings():
+    teams = [{"name": "a", "namespaces": ["x"], "priority": 1, "borrow": False, "lend": 2},
+             {"name": "b", "namespaces": ["y"], "priority": 0, "borrow": True, "lend": {"nvidia.com/gpu": 1}}]
+    inventory, errors = normalise_inventory(teams, {})
+    assert errors == []
+    assert [(t.borrow, t.lend) for t in inventory.teams] == [(0, 2), (None, {"nvidia.com/gpu": 1})]
+
+
+def test_bad_inventory_yields_one_report_with_every_error():
+    data = load("bad_inventory.yml")
+    with pytest.raises(PlanError) as caught:
+        build_plan(data["gpushare_teams"], data["nodes"], backend="device_plugin")
+    errors = caught.value.errors
+    expected = [
+        "team data, field namespaces: namespace shared-ns is already claimed by team production",
+        "team data, field borrow: must be >= 0, got -1",
+        "team training, field lend: must be true/false, a non-negative integer or a mapping",
+        "host gpu1, GPU 0, field index: duplicate GPU index 0 on this host",
+        "host gpu1, GPU 2, field team: unknown team 'research'",
+        "host gpu1, GPU 3, field replicas: a shared GPU needs replicas >= 2",
+        "team production, field lend: lending limit 3 for nvidia.com/gpu on flavor h100-80gb-whole is above "
+        "the team's nominal quota 2 there",
+    ]
+    for message in expected:
+        assert any(error.startswith(message) for error in errors), (message, errors)
+    assert len(errors) == len(expected), errors
+    assert str(caught.value).startswith("the plan cannot be made, 7 problem(s):")
