@@ -1,0 +1,83 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""gpu_facts through AnsibleModule, with fake tools on disk."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpushare.cluster.plugins.modules import gpu_facts
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvidia_smi"
+
+
+def _fake_tool(tmp_path, name, output_file=None, rc=0, stderr=""):
+    script = tmp_path / name
+    body = "#!/bin/sh\n"
+    if output_file:
+        body += "cat '%s'\n" % output_file
+    if stderr:
+        body += 'echo "%s" >&2\n' % stderr
+    body += "exit %d\n" % rc
+    script.write_text(body)
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+def _run(args, capsys):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            gpu_facts.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_nvidia_smi_facts(tmp_path, capsys):
+    smi = _fake_tool(tmp_path, "nvidia-smi", FIXTURES / "mixed-h100-l40s-mig-pending.xml")
+    result = _run({"nvidia_smi_path": smi, "lspci_path": "/nonexistent/lspci", "_ansible_check_mode": True}, capsys)
+    facts = result["ansible_facts"]["gpushare_gpu_facts"]
+    assert result["changed"] is False
+    assert facts["source"] == "nvidia-smi"
+    assert [g["model"] for g in facts["gpus"]] == ["H100-80GB", "H100-80GB", "L40S"]
+    assert facts["gpus"][0]["mig_mode_pending"] is True
+
+
+def test_lspci_fallback_and_missing_tools(tmp_path, capsys):
+    smi = _fake_tool(tmp_path, "nvidia-smi", rc=9, stderr="couldn't communicate with the NVIDIA driver")
+    lspci = _fake_tool(tmp_path, "lspci", FIXTURES / "lspci-mixed-host.txt")
+    result = _run({"nvidia_smi_path": smi, "lspci_path": lspci}, capsys)
+    facts = result["ansible_facts"]["gpushare_gpu_facts"]
+    assert facts["source"] == "lspci"
+    assert [g["model"] for g in facts["gpus"]] == ["H100-80GB", "H100-80GB", "RTX-PRO-6000-WS", "L40S"]
+    assert "couldn't communicate" in json.dumps(result["warnings"])
+
+    result = _run({"nvidia_smi_path": str(tmp_path / "absent"), "lspci_path": str(tmp_path / "absent2")}, capsys)
+    assert result["ansible_facts"]["gpushare_gpu_facts"]["source"] == "none"
+    assert "failed" not in result or result["failed"] is False
+
+
+def test_module_on_localhost_with_ansible(tmp_path, repo_root):
+    """The module runs through ansible itself (ad-hoc, local connection)."""
+    ansible = Path(sys.executable).with_name("ansible")
+    if not ansible.exists():
+        pytest.skip("ansible command not installed next to the test interpreter")
+    collections = tmp_path / "collections" / "ansible_collections" / "gpushare"
+    collections.mkdir(parents=True)
+    (collections / "cluster").symlink_to(repo_root, target_is_directory=True)
+    smi = _fake_tool(tmp_path, "nvidia-smi", FIXTURES / "mixed-h100-l40s-mig-pending.xml")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "collections"), ANSIBLE_LOCALHOST_WARNING="false",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_STDOUT_CALLBACK="json",
+               ANSIBLE_LOAD_CALLBACK_PLUGINS="true", ANSIBLE_HOME=str(tmp_path / "home"))
+    completed = subprocess.run(
+        [str(ansible), "localhost", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable,
+         "--check", "-m", "gpushare.cluster.gpu_facts", "-a", "nvidia_smi_path=%s" % smi],
+        capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    result = json.loads(completed.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    assert result["ansible_facts"]["gpushare_gpu_facts"]["gpus"][2]["model"] == "L40S"
+    assert result["changed"] is False
