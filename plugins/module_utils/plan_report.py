@@ -185,8 +185,11 @@ def _gpu_row(host: str, gpu: Dict[str, Any], row: int, colours: Dict[str, str]) 
             x = _BAR_X + _BAR_WIDTH * slot / replicas
             parts.append('<line class="replica-divider" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>'
                          % (x, bar_y, x, bar_y + _BAR_HEIGHT))
-        parts.append('<text class="bar-text boxed" x="%d" y="%d">time-sliced ×%d · %s</text>'
-                     % (_BAR_X + 10, bar_y + 21, replicas, _esc(team or "unassigned")))
+        # device_plugin may time-slice a full-size MIG instance instead of the bare GPU.
+        carrier = ", ".join(inst["profile"] for inst in gpu.get("instances") or [] if isinstance(inst, dict))
+        parts.append('<text class="bar-text boxed" x="%d" y="%d">time-sliced ×%d%s · %s</text>'
+                     % (_BAR_X + 10, bar_y + 21, replicas, " on MIG " + _esc(carrier) if carrier else "",
+                        _esc(team or "unassigned")))
     else:
         units = _placement_units(gpu, where)
         unit_width = _BAR_WIDTH / units
@@ -293,8 +296,8 @@ def _enforcement(plan: Dict[str, Any], nodes: List[Tuple[str, List[Dict[str, Any
     if plan.get("backend") == "dra" and shared:
         items.append(
             "<li><b>DRA and time-sliced GPUs</b>: pods that share a GPU reference one standalone "
-            "ResourceClaim; Kueue counts only claims from ResourceClaimTemplates, so the plan's "
-            "warnings say how those GPUs are counted.</li>")
+            "ResourceClaim, and Kueue counts only claims made from ResourceClaimTemplates: a "
+            "time-sliced GPU is outside every quota, so it is neither lent nor borrowed.</li>")
     return "<ul class=\"enforcement\">%s</ul>" % "".join(items)
 
 
@@ -327,6 +330,7 @@ svg text { font-family: "DejaVu Sans", system-ui, sans-serif; }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f3f5f7; }
+td:first-child { white-space: nowrap; }
 .warnings li { margin: 4px 0; } .warnings { color: #7a4100; }
 code { font: 12px "DejaVu Sans Mono", ui-monospace, monospace; }
 .node { break-inside: avoid; page-break-inside: avoid; }
