@@ -1,0 +1,80 @@
+"""Run a role's ``render`` entry point with ansible-playbook on fixture facts.
+
+The role's real defaults, vars and templates are used; only ``setup`` is replaced by the
+fixture facts of tests/unit/fixtures/k8s/facts/. Output lands in ``<tmp>/<role>/<host>/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
+
+
+def collections_dir() -> str:
+    """The sys.path entry (set up by conftest) holding ansible_collections/gpushare/cluster."""
+    for entry in sys.path:
+        if (Path(entry) / "ansible_collections" / "gpushare" / "cluster").exists():
+            return entry
+    raise RuntimeError("ansible_collections/gpushare/cluster is not on sys.path")
+
+
+def render(tmp: Path, role: str, hosts: dict, group_vars: dict, extra_vars: dict | None = None,
+           expect_failure: bool = False) -> subprocess.CompletedProcess:
+    """hosts: {name: {"group": ..., "os": "ubuntu-24.04"|"rocky-9", "facts": {...}, "vars": {...}}}."""
+    groups: dict = {}
+    for name, spec in hosts.items():
+        host_vars = dict(spec.get("vars", {}))
+        host_vars.update(
+            ansible_connection="local",
+            ansible_python_interpreter=sys.executable,
+            fixture_facts_file=str(FIXTURES / "facts" / f"{spec['os']}.yml"),
+            host_facts=spec.get("facts", {}),
+        )
+        groups.setdefault(spec["group"], {"hosts": {}})["hosts"][name] = host_vars
+    inventory = {"all": {"children": groups, "vars": {**group_vars, "gpushare_render_dir": str(tmp / "out"),
+                                                       "render_role": f"gpushare.cluster.{role}"}}}
+    inv = tmp / "inventory.yml"
+    inv.write_text(yaml.safe_dump(inventory))
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_COLLECTIONS_PATH=collections_dir(),
+        ANSIBLE_HOST_KEY_CHECKING="False",
+        ANSIBLE_RETRY_FILES_ENABLED="False",
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-local"),
+        ANSIBLE_HOME=str(tmp / "ansible-home"),
+    )
+    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inv), str(FIXTURES / "render" / "render.yml")]
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    if expect_failure:
+        assert result.returncode != 0, result.stdout
+    else:
+        assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def load_docs(path: Path) -> list:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+
+
+def key_paths(node, prefix: str = "") -> set:
+    """Every key path of a YAML tree; list items share the path ``<key>[]``."""
+    paths = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            path = f"{prefix}.{key}" if prefix else str(key)
+            paths.add(path)
+            paths |= key_paths(value, path)
+    elif isinstance(node, list):
+        for item in node:
+            paths |= key_paths(item, f"{prefix}[]")
+    return paths
