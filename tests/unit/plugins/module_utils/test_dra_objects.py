@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import dra_objects
+from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+
+from gpushare_checks import device, device_matches, validate_core
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+RTX = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+UUID2 = "GPU-2fa81118-5a5f-aa66-7660-471eed407181"
+
+
+def example_plan(gpu_facts=None):
+    data = yaml.safe_load((FIXTURES / "four_gpu_example.yml").read_text())
+    return build_plan(data["gpushare_teams"], data["nodes"], gpu_facts=gpu_facts, backend="dra")
+
+
+def by_kind(plan, kind):
+    return {(o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in plan["objects"] if o["kind"] == kind}
+
+
+def selector(obj):
+    return obj["spec"]["selectors"][0]["cel"]["expression"]
+
+
+def test_example_dra_objects_and_kueue_mappings():
+    plan = example_plan()
+    classes = by_kind(plan, "DeviceClass")
+    assert sorted(name for _, name in classes) == [
+        "1g.24gb.rtx-pro-6000.gpushare.io", "data.rtx-pro-6000.shared.gpushare.io", "rtx-pro-6000.gpushare.io"]
+    assert plan["kueue_configuration"]["resources"]["deviceClassMappings"] == [
+        {"name": "gpushare.io/rtx-pro-6000", "deviceClassNames": ["rtx-pro-6000.gpushare.io"]},
+        {"name": "gpushare.io/rtx-pro-6000-mig-1g.24gb", "deviceClassNames": ["1g.24gb.rtx-pro-6000.gpushare.io"]}]
+    templates = by_kind(plan, "ResourceClaimTemplate")
+    assert sorted(templates) == [(ns, name) for ns in ("data", "production", "training")
+                                 for name in ("gpu-rtx-pro-6000", "mig-rtx-pro-6000-1g.24gb")]
+    request = templates[("training", "gpu-rtx-pro-6000")]["spec"]["spec"]["devices"]["requests"][0]
+    assert request["exactly"]["allocationMode"] == "ExactCount" and request["exactly"]["count"] == 1
+    claims = by_kind(plan, "ResourceClaim")
+    assert list(claims) == [("data", "shared-gpu1-gpu2")]
+    # The shared claim's class is not mapped: Kueue does not count standalone claims.
+    mapped = {c for m in plan["kueue_configuration"]["resources"]["deviceClassMappings"] for c in m["deviceClassNames"]}
+    assert "data.rtx-pro-6000.shared.gpushare.io" not in mapped
+
+
+def test_shared_claim_is_pinned_by_uuid_when_facts_know_it():
+    facts = {"gpu1": {"gpus": [{"index": i, "name": RTX, "uuid": "GPU-%d" % i} for i in range(4)]}}
+    facts["gpu1"]["gpus"][2]["uuid"] = UUID2
+    plan = example_plan(facts)
+    claim = by_kind(plan, "ResourceClaim")[("data", "shared-gpu1-gpu2")]
+    expression = claim["spec"]["devices"]["requests"][0]["exactly"]["selectors"][0]["cel"]["expression"]
+    assert device_matches(expression, device(RTX, uuid=UUID2))
+    assert not device_matches(expression, device(RTX, uuid="GPU-3"))
+    assert not any("no uuid known" in w for w in plan["warnings"])
+    assert any("no uuid known" in w for w in example_plan()["warnings"])
+
+
+def test_device_class_selectors_on_sample_devices():
+    classes = {name: o for (_, name), o in by_kind(example_plan(), "DeviceClass").items()}
+    whole = selector(classes["rtx-pro-6000.gpushare.io"])
+    mig = selector(classes["1g.24gb.rtx-pro-6000.gpushare.io"])
+    assert device_matches(whole, device(RTX, memory="97887Mi"))
+    assert not device_matches(whole, device("NVIDIA H100 80GB HBM3", memory="80Gi"))  # other model
+    assert not device_matches(whole, device(RTX, kind="mig", profile="1g.24gb", memory="24192Mi"))
+    assert not device_matches(whole, device(RTX, driver="gpu.example.com"))  # another driver
+    assert device_matches(mig, device(RTX, kind="mig", profile="1g.24gb", memory="24192Mi"))
+    assert not device_matches(mig, device(RTX, kind="mig", profile="2g.48gb", memory="48512Mi"))
+    assert not device_matches(mig, device("NVIDIA A30", kind="mig", profile="1g.24gb"))
+    assert not device_matches(mig, device(RTX, memory="97887Mi"))
+
+
+def test_memory_floor_of_templates_on_sample_devices():
+    templates = by_kind(example_plan(), "ResourceClaimTemplate")
+
+    def floor(name):
+        request = templates[("production", name)]["spec"]["spec"]["devices"]["requests"][0]
+        return request["exactly"]["selectors"][0]["cel"]["expression"]
+
+    whole, mig = floor("gpu-rtx-pro-6000"), floor("mig-rtx-pro-6000-1g.24gb")
+    assert whole.endswith("compareTo(quantity('95Gi')) >= 0")
+    assert device_matches(whole, device(RTX, memory="97887Mi"))
+    assert device_matches(whole, device(RTX, memory="95Gi"))
+    assert not device_matches(whole, device(RTX, memory="94Gi"))
+    assert device_matches(mig, device(RTX, kind="mig", profile="1g.24gb", memory="24192Mi"))
+    assert not device_matches(mig, device(RTX, kind="mig", profile="1g.24gb", memory="20Gi"))
+    assert dra_objects.memory_at_least_expression(40) == (
+        "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0")
+    assert device_matches(dra_objects.memory_at_least_expression(40), device("NVIDIA A100-PCIE-40GB", memory="40Gi"))
+    assert not device_matches(dra_objects.memory_at_least_expression(40), device("NVIDIA L4", memory="23034Mi"))
+
+
+def test_product_names_with_quotes_are_escaped_in_cel():
+    assert dra_objects._quote("it's") == "'it\\'s'"
+
+
+def test_dra_objects_validate_for_kubernetes_1_34_to_1_36():
+    plan = example_plan()
+    checked = 0
+    for obj in plan["objects"]:
+        if obj["apiVersion"] == dra_objects.RESOURCE_API:
+            validate_core(obj)
+            checked += 1
+    assert checked == 3 + 6 + 1
+
+
+def test_schema_check_rejects_a_broken_claim():
+    claim = dict(by_kind(example_plan(), "ResourceClaim")[("data", "shared-gpu1-gpu2")])
+    claim["spec"] = {"devices": {"requests": [{"name": "gpu", "deviceClassName": "x"}]}}  # v1beta1 shape
+    with pytest.raises(AssertionError, match="invalid for Kubernetes 1.34"):
+        validate_core(claim)
+
+
+def test_driver_device_classes_of_the_reference_still_select_by_type(reference_dir):
+    """Our classes rely on the attributes the driver's own classes use."""
+    rendered = list(yaml.safe_load_all((reference_dir / "dra-driver" / "deviceclasses-rendered-v1.yaml").read_text()))
+    gpu_class = next(o for o in rendered if o["metadata"]["name"] == "gpu.nvidia.com")
+    assert device_matches(selector(gpu_class), device(RTX))
+    ours = selector(by_kind(example_plan(), "DeviceClass")[(None, "rtx-pro-6000.gpushare.io")])
+    assert selector(gpu_class).split(" && ") == ours.split(" && ")[:2]
