@@ -46,10 +46,7 @@ class MigProfile:
     @property
     def media(self) -> str:
         """Media variant suffix: '', '+me', '+me.all', '-me' or '+gfx'."""
-        for suffix in ("+me.all", "+me", "-me", "+gfx"):
-            if self.name.endswith(suffix):
-                return suffix
-        return ""
+        return self.name.rpartition("gb")[2]  # names end "<N>gb" plus the variant
 
     @property
     def base_name(self) -> str:

@@ -28,7 +28,7 @@ import functools
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import GpuModel, MigProfile, lookup
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import MODELS, GpuModel, MigProfile, lookup
 from ansible_collections.gpushare.cluster.plugins.module_utils.quantities import format_mib, parse_memory_mib
 
 USES = ("whole", "mig", "shared")
@@ -91,13 +91,14 @@ def layout_problems(model: GpuModel, placements: Sequence[Slot]) -> List[str]:
     return problems
 
 
-def _create_order(model: GpuModel, slots: Sequence[Slot]) -> List[Slot]:
-    """NVIDIA's advice: create larger GPU instances first."""
-    return sorted(slots, key=lambda s: (-model.profile(s[0]).size, -model.profile(s[0]).compute_slices, s[1], s[0]))
-
-
 def _fill_profiles(model: GpuModel) -> Tuple[MigProfile, ...]:
     """Smallest-compute base profiles, smallest memory first (1g, then 1g with 2 memory slices)."""
+    return _fill_profiles_of(model.key)
+
+
+@functools.lru_cache(maxsize=None)
+def _fill_profiles_of(model_key: str) -> Tuple[MigProfile, ...]:
+    model = MODELS[model_key]
     base = [p for p in model.profiles if p.media == ""]
     smallest = min(p.compute_slices for p in base)
     return tuple(sorted((p for p in base if p.compute_slices == smallest), key=lambda p: (p.memory_mib, p.size)))
@@ -109,7 +110,7 @@ def _best_fill(model_key: str, occupied: int, remaining: Tuple[int, ...], comput
 
     ``remaining`` is how many more of each fill profile the max counts allow.
     """
-    model = lookup(model_key)
+    model = MODELS[model_key]
     free = next((u for u in range(model.placement_units) if not occupied >> u & 1), None)
     if free is None:
         return (0, 0, ())
@@ -149,7 +150,7 @@ def place_profiles(model_key: str, wanted: Tuple[Tuple[str, int], ...]) -> Optio
     Among all valid placements it returns the one that leaves the most room for further
     small instances (what ``fill`` or a later change can use), then the lowest starts.
     """
-    model = lookup(model_key)
+    model = MODELS[model_key]
     items: List[MigProfile] = []
     for name, count in wanted:
         items.extend([model.profile(name)] * count)
@@ -180,12 +181,18 @@ def place_profiles(model_key: str, wanted: Tuple[Tuple[str, int], ...]) -> Optio
 # --- requests -------------------------------------------------------------------------
 
 
-def _need_candidates(model: GpuModel, need: Dict[str, Any]) -> List[MigProfile]:
+def _need_candidates(model: GpuModel, need: Dict[str, Any]) -> Tuple[MigProfile, ...]:
+    return _candidates_for(model.key, need["memory_mib"], need["compute"], need["media"])
+
+
+@functools.lru_cache(maxsize=None)
+def _candidates_for(model_key: str, memory_mib: int, compute: int, media: str) -> Tuple[MigProfile, ...]:
+    """Profiles that hold a need, smallest first: real usable memory, then compute slices."""
     candidates = [
-        p for p in model.profiles
-        if p.media == need["media"] and p.memory_mib >= need["memory_mib"] and p.compute_slices >= need["compute"]
+        p for p in MODELS[model_key].profiles
+        if p.media == media and p.memory_mib >= memory_mib and p.compute_slices >= compute
     ]
-    return sorted(candidates, key=lambda p: (p.memory_mib, p.compute_slices, p.size, p.name))
+    return tuple(sorted(candidates, key=lambda p: (p.memory_mib, p.compute_slices, p.size, p.name)))
 
 
 def _parse_instances(model: GpuModel, instances: Any) -> List[Dict[str, Any]]:
@@ -283,11 +290,16 @@ def _explain_instances(model: GpuModel, needs: List[Dict[str, Any]]) -> str:
     return "no valid placement"  # pragma: no cover - the full set failed, so some prefix fails
 
 
-def _solve_instances(model: GpuModel, needs: List[Dict[str, Any]], fill: bool) -> Tuple[List[Tuple[str, int, Optional[str]]], List[str]]:
-    if len(needs) > model.placement_units:
-        raise _Reason("mig.instances", "%d instances requested; %s holds at most %d"
-                      % (len(needs), model.key, max(p.max_count for p in model.profiles)))
-    candidates = [_need_candidates(model, need) for need in needs]
+@functools.lru_cache(maxsize=None)
+def _choose_and_place(model_key: str, needs: Tuple[Tuple[int, int, str], ...], fill: bool
+                      ) -> Optional[Tuple[Tuple[Tuple[str, int], ...], Tuple[int, ...], Tuple[Slot, ...]]]:
+    """Geometry of a request, independent of need names: memoised by (memory, compute, media) needs.
+
+    Returns (profile and start per need, candidate rank per need, fill instances), or None
+    when no choice of profiles can be placed.
+    """
+    model = MODELS[model_key]
+    candidates = [_candidates_for(model_key, mib, compute, media) for mib, compute, media in needs]
     # Every combination of choices whose total size and compute can fit, fewest upgrades
     # first: the smallest profiles win whenever they can be placed together.
     vectors: List[Tuple[int, Tuple[int, ...]]] = []
@@ -307,25 +319,43 @@ def _solve_instances(model: GpuModel, needs: List[Dict[str, Any]], fill: bool) -
         counts: Dict[str, int] = {}
         for profile in profiles:
             counts[profile.name] = counts.get(profile.name, 0) + 1
-        slots = place_profiles(model.key, tuple(sorted(counts.items())))
+        slots = place_profiles(model_key, tuple(sorted(counts.items())))
         if slots is None:
             continue
         # Hand the starts of each profile to its needs in request order.
         starts: Dict[str, List[int]] = {}
         for name, start in sorted(slots, key=lambda s: s[1]):
             starts.setdefault(name, []).append(start)
-        placed = [(profile.name, starts[profile.name].pop(0), need["name"]) for profile, need in zip(profiles, needs)]
-        notes = []
-        for position, (profile, need, rank) in enumerate(zip(profiles, needs, ranks)):
-            if rank:
-                smallest = candidates[position][0]
-                notes.append("%r gets %s instead of %s so that all instances fit together"
-                             % (need["name"], profile.name, smallest.name))
-        if fill:
-            _covered, extra = _fill(model, [(n, s) for n, s, _x in placed])
-            placed.extend((name, start, None) for name, start in extra)
-        return placed, notes
-    raise _Reason("mig.instances", _explain_instances(model, needs))
+        placed = tuple((profile.name, starts[profile.name].pop(0)) for profile in profiles)
+        extra: Tuple[Slot, ...] = _fill(model, placed)[1] if fill else ()
+        return placed, ranks, extra
+    return None
+
+
+def memo_info() -> Dict[str, int]:
+    """How many GPU requests were solved and how many were answered from the memo."""
+    info = _solve_cached.cache_info()
+    return {"solved": info.misses, "reused": info.hits, "geometries": _choose_and_place.cache_info().misses}
+
+
+def _solve_instances(model: GpuModel, needs: List[Dict[str, Any]], fill: bool) -> Tuple[List[Tuple[str, int, Optional[str]]], List[str]]:
+    if len(needs) > model.placement_units:
+        raise _Reason("mig.instances", "%d instances requested; %s holds at most %d"
+                      % (len(needs), model.key, max(p.max_count for p in model.profiles)))
+    signature = tuple((need["memory_mib"], need["compute"], need["media"]) for need in needs)
+    solved = _choose_and_place(model.key, signature, fill)
+    if solved is None:
+        raise _Reason("mig.instances", _explain_instances(model, needs))
+    placed_slots, ranks, extra = solved
+    placed: List[Tuple[str, int, Optional[str]]] = [
+        (name, start, need["name"]) for (name, start), need in zip(placed_slots, needs)]
+    notes = []
+    for (name, _start), need, rank in zip(placed_slots, needs, ranks):
+        if rank:
+            notes.append("%r gets %s instead of %s so that all instances fit together"
+                         % (need["name"], name, _need_candidates(model, need)[0].name))
+    placed.extend((name, start, None) for name, start in extra)
+    return placed, notes
 
 
 def _solve_profiles(model: GpuModel, profiles: Any) -> List[Tuple[str, int, Optional[str]]]:
@@ -384,7 +414,7 @@ def _warnings_for(model: GpuModel, slots: Sequence[Tuple[str, int, Optional[str]
 @functools.lru_cache(maxsize=4096)
 def _solve_cached(model_key: str, request: str) -> Tuple[Tuple[Tuple[str, int, Optional[str]], ...], Tuple[str, ...]]:
     """Solve one GPU's ``mig`` request (as canonical JSON). Raises _Reason."""
-    model = lookup(model_key)
+    model = MODELS[model_key]
     mig = json.loads(request)
     if not isinstance(mig, dict):
         raise _Reason("mig", "must be a mapping with either instances or profiles")
@@ -407,8 +437,7 @@ def _solve_cached(model_key: str, request: str) -> Tuple[Tuple[Tuple[str, int, O
     problems = layout_problems(model, [(name, start) for name, start, _n in slots])
     if problems:  # pragma: no cover - guards the search itself
         raise AssertionError("planner produced an invalid layout: %s" % "; ".join(problems))
-    ordered = sorted(slots, key=lambda s: (-lookup(model_key).profile(s[0]).size,
-                                           -lookup(model_key).profile(s[0]).compute_slices, s[1]))
+    ordered = sorted(slots, key=lambda s: (-model.profile(s[0]).size, -model.profile(s[0]).compute_slices, s[1]))
     return tuple(ordered), tuple(notes + _warnings_for(model, slots))
 
 

@@ -88,11 +88,14 @@ ansible_facts:
               mig_mode_current: false
               mig_mode_pending: false
               mig_devices: []
-warnings:
-  description: Why a tool was skipped (for example nvidia-smi failing before the driver is loaded).
-  returned: when a tool failed
+discovery_warnings:
+  description:
+    - Why a tool was skipped, for example nvidia-smi failing before the driver is loaded.
+      The same texts are also issued as Ansible warnings.
+  returned: always
   type: list
   elements: str
+  sample: []
 """
 
 import os
@@ -130,7 +133,7 @@ def main():
     facts, warnings = discover(run, nvidia_smi, lspci)
     for warning in warnings:
         module.warn(warning)
-    module.exit_json(changed=False, ansible_facts={"gpushare_gpu_facts": facts})
+    module.exit_json(changed=False, ansible_facts={"gpushare_gpu_facts": facts}, discovery_warnings=warnings)
 
 
 if __name__ == "__main__":

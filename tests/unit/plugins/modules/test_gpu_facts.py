@@ -54,10 +54,11 @@ def test_lspci_fallback_and_missing_tools(tmp_path, capsys):
     facts = result["ansible_facts"]["gpushare_gpu_facts"]
     assert facts["source"] == "lspci"
     assert [g["model"] for g in facts["gpus"]] == ["H100-80GB", "H100-80GB", "RTX-PRO-6000-WS", "L40S"]
-    assert "couldn't communicate" in json.dumps(result["warnings"])
+    assert "couldn't communicate" in result["discovery_warnings"][0]
 
     result = _run({"nvidia_smi_path": str(tmp_path / "absent"), "lspci_path": str(tmp_path / "absent2")}, capsys)
     assert result["ansible_facts"]["gpushare_gpu_facts"]["source"] == "none"
+    assert result["discovery_warnings"] == []  # the given paths do not exist: skipped, not failed
     assert "failed" not in result or result["failed"] is False
 
 
