@@ -253,7 +253,7 @@ def _capacity_proposals(figures, inventory, earlier, thresholds) -> List[Dict[st
         return []
     evidence = _pick(cluster, "gpus", "busy_share", "allocated_share", "saturated_hours",
                      "saturated_with_waiting_hours", "wait_p95_seconds_max")
-    reason = (f"All {cluster['gpus']} GPUs were allocated while workloads waited for {waiting:g} h of "
+    reason = (f"All {cluster['devices']} GPU devices of {cluster['gpus']} GPUs were allocated while workloads waited for {waiting:g} h of "
               f"{window_hours:g} h (cluster busy share {cluster.get('busy_share') or 0:.0%}); "
               f"{team} waited most, so another card is justified for its load.")
     return [_add_gpu(team, inventory, 1, reason, evidence, kind="add_gpu")]
@@ -392,7 +392,7 @@ def summary_lines(figures: Mapping[str, Any], proposals: Sequence[Mapping[str, A
     cluster = figures["cluster"]
     busy_share = cluster.get("busy_share")
     lines.append(
-        f"cluster: {cluster.get('gpus')} GPUs, busy share "
+        f"cluster: {cluster.get('gpus')} GPUs ({cluster.get('devices')} devices), busy share "
         f"{'missing' if busy_share is None else f'{busy_share:.0%}'}, "
         f"saturated {_fmt(cluster.get('saturated_hours'), ' h')}, pending {_fmt(cluster.get('pending_hours'), ' h')}"
     )

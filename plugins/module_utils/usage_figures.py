@@ -56,9 +56,10 @@ DEFAULT_IDLE_BELOW = 0.05
 DEFAULT_SATURATED_AT = 0.95
 # Steps chosen so a window gives at most this many points per series (the API caps
 # a range query at 11,000 points).
-MAX_POINTS = 4000
+MAX_POINTS = 5000
 NICE_STEPS = (60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 
+NOT_DEVICES = r"cpu|memory|ephemeral-storage|pods|.*\.shared"
 GPU_KEY_LABELS = ("hostname", "Hostname", "gpu", "UUID", "GPU_I_PROFILE", "GPU_I_ID")
 
 
@@ -120,8 +121,10 @@ def instant_queries(window_seconds: int, gpu_resource_regex: str) -> Dict[str, s
     window = format_duration(window_seconds)
     if "`" in gpu_resource_regex:
         raise UsageDataError(f"gpu_resource_regex: {gpu_resource_regex!r} must not contain a backtick")
-    # A PromQL raw string: the regex's backslashes need no escaping.
-    resource = f"resource=~`{gpu_resource_regex}`"
+    # Device resources only, in devices (a whole GPU or a MIG instance, like the recording
+    # rules); time-sliced replicas (`.shared`) are not devices. A PromQL raw string: the
+    # regex's backslashes need no escaping.
+    resource = f"resource!~`{NOT_DEVICES}`, resource=~`{gpu_resource_regex}`"
     wait = "kueue_admission_wait_time_seconds"
     mig_by = "hostname, Hostname, gpu, UUID, GPU_I_PROFILE, GPU_I_ID"
     return {
@@ -420,8 +423,10 @@ def _gpu_figures(range_results, instant_results, hours_per_sample, idle_below, n
 
 def _cluster_figures(team_data, instant, gpu_figures, team_figures, hours_per_sample, window_hours,
                      saturated_at, queues) -> Dict[str, Any]:
-    physical = sorted({(g["host"], g["gpu"]) for g in gpu_figures})
-    gpu_count = len(physical)
+    # The recording rules count devices (a whole GPU or one MIG instance), so capacity,
+    # shares and saturation are in devices; `gpus` is the physical count.
+    gpu_count = len({(g["host"], g["gpu"]) for g in gpu_figures})
+    device_count = len(gpu_figures)
     allocated = team_data.get("allocated")
     busy = team_data.get("busy")
     pending = team_data.get("pending")
@@ -438,12 +443,12 @@ def _cluster_figures(team_data, instant, gpu_figures, team_figures, hours_per_sa
     allocated_total = total(allocated)
     busy_total = total(busy)
     pending_total = total(pending)
-    capacity_hours = gpu_count * window_hours if gpu_count else None
+    capacity_hours = device_count * window_hours if device_count else None
     allocated_hours = sum(allocated_total.values()) * hours_per_sample if allocated_total is not None else None
     busy_hours = sum(busy_total.values()) * hours_per_sample if busy_total is not None else None
     saturated = saturated_waiting = None
-    if allocated_total is not None and gpu_count:
-        saturated_steps = [t for t, v in allocated_total.items() if v >= saturated_at * gpu_count]
+    if allocated_total is not None and device_count:
+        saturated_steps = [t for t, v in allocated_total.items() if v >= saturated_at * device_count]
         saturated = len(saturated_steps) * hours_per_sample
         if pending_total is not None:
             saturated_waiting = sum(1 for t in saturated_steps if pending_total.get(t, 0) > 0) * hours_per_sample
@@ -452,6 +457,7 @@ def _cluster_figures(team_data, instant, gpu_figures, team_figures, hours_per_sa
     pending_by_team = {t: f["pending_hours"] for t, f in team_figures.items() if f["pending_hours"]}
     return {
         "gpus": gpu_count,
+        "devices": device_count,
         "gpu_hours_capacity": _rounded(capacity_hours),
         "gpu_hours_allocated": _rounded(allocated_hours),
         "gpu_hours_busy": _rounded(busy_hours),

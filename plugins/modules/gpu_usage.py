@@ -61,7 +61,7 @@ options:
   step:
     description:
       - Resolution of the range queries, as a duration. Default is chosen from the window
-        (at most 4000 points per series, V(5m) for 14 days).
+        (at most 5000 points per series, V(5m) for 14 days).
       - Must not be longer than O(window).
     type: str
   end:
@@ -88,9 +88,12 @@ options:
     type: dict
     default: {}
   gpu_resource_regex:
-    description: Regular expression matching the Kueue resource names that count as GPUs in quotas.
+    description:
+      - Regular expression (RE2, anchored) of the Kueue resource names whose quota counts as GPU devices.
+      - Core resources (C(cpu), C(memory), C(ephemeral-storage), C(pods)) and time-sliced
+        replicas (names ending in C(.shared)) are always left out.
     type: str
-    default: 'nvidia\.com/.*|.*gpu.*'
+    default: '.*'
   missing_teams:
     description:
       - What to do with a team of O(teams) that has no data at all.
@@ -106,9 +109,13 @@ options:
     type: dict
     default: {}
   include_series:
-    description: Return the allocated and busy time series per team (for plots).
+    description: Return the allocated and busy time series per team in RV(figures.teams).
     type: bool
     default: true
+  render_html:
+    description: Also return RV(html), a page with the usage section (tables, inline SVG plots, proposals).
+    type: bool
+    default: false
 notes:
   - Needs the monitoring role's recording rules to have run over the window; see docs/usage.md.
 """
@@ -181,6 +188,10 @@ proposals:
   returned: success
   type: list
   elements: dict
+html:
+  description: The usage section as a standalone HTML page (inline SVG, no network).
+  returned: when O(render_html=true)
+  type: str
 summary:
   description: One line per team and per proposal, for printing.
   returned: success
@@ -202,6 +213,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.usage_advice impo
     propose,
     summary_lines,
 )
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage_report_html import render_page
 from ansible_collections.gpushare.cluster.plugins.module_utils.usage_figures import (
     RANGE_SERIES,
     UsageDataError,
@@ -263,10 +275,11 @@ def main():
             nodes=dict(type="dict", default={}),
             plan=dict(type="dict"),
             cluster_queues=dict(type="dict", default={}),
-            gpu_resource_regex=dict(type="str", default=r"nvidia\.com/.*|.*gpu.*"),
+            gpu_resource_regex=dict(type="str", default=".*"),
             missing_teams=dict(type="str", choices=["fail", "warn"], default="fail"),
             thresholds=dict(type="dict", default={}),
             include_series=dict(type="bool", default=True),
+            render_html=dict(type="bool", default=False),
         ),
         mutually_exclusive=[("bearer_token", "username")],
         required_by={"password": "username"},
@@ -310,11 +323,13 @@ def main():
         module.fail_json(msg=str(exc), figures=figures)
     for team in without_data:
         module.warn(f"team {team}: no usage data in the window")
+    result = dict(changed=False, proposals=proposals, summary=summary_lines(figures, proposals))
+    if params["render_html"]:
+        result["html"] = render_page(figures, proposals)
     if not params["include_series"]:
         for team in figures["teams"].values():
             team.pop("series", None)
-    module.exit_json(changed=False, figures=figures, proposals=proposals,
-                     summary=summary_lines(figures, proposals))
+    module.exit_json(figures=figures, **result)
 
 
 if __name__ == "__main__":

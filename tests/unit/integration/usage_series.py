@@ -197,14 +197,15 @@ def _wait_histogram(series: Series, queue: str, stamp: int, waits: Iterable[floa
 RECORDED = re.compile(r"gpushare:[A-Za-z0-9_:]+")
 
 
-def monitoring_rules(repo_root: Path) -> Optional[Path]:
-    """The monitoring role's rules file (Prometheus rule-file or PrometheusRule form), if any."""
-    files = sorted((repo_root / "roles" / "monitoring").glob("**/*.y*ml"))
-    for path in files:
-        text = path.read_text(encoding="utf-8")
-        if "record: gpushare:team_gpus_allocated" in text and "{{" not in text:
-            return path
-    return None
+MONITORING_RULES = Path("roles/monitoring/files/rules/gpushare.rules.yml")
+
+
+def monitoring_rules(repo_root: Path) -> Path:
+    """The monitoring role's rules file: the single definition of the recorded series."""
+    path = repo_root / MONITORING_RULES
+    if not path.is_file() or "record: gpushare:team_gpus_allocated" not in path.read_text(encoding="utf-8"):
+        raise FileNotFoundError(f"{path}: the monitoring role's recording rules are missing")
+    return path
 
 
 def rule_groups(path: Path) -> List[dict]:
@@ -304,11 +305,37 @@ class LocalPrometheus:
             process.wait(timeout=10)
 
 
-def build_tsdb(work_dir: Path, start: int, end: int, rules_file: Path, teams_scale: int = 1,
-               promtool: str = "promtool", prometheus: str = "/usr/bin/prometheus") -> Dict[str, float]:
-    """Raw series via openmetrics, then the recording rules backfilled layer by layer.
+def _evaluate_layer(url: str, layer: Path, start: int, end: int, step: int) -> Series:
+    """Each rule's expression as a range query at the rule's step: the samples Prometheus
+    would have recorded, as ``promtool tsdb create-blocks-from rules`` computes them."""
+    import json
+    import urllib.parse
 
-    Returns timings in seconds. The Prometheus used for the rule backfill is stopped here.
+    series = Series()
+    for group in yaml.safe_load(layer.read_text(encoding="utf-8"))["groups"]:
+        for rule in group["rules"]:
+            body = urllib.parse.urlencode({"query": rule["expr"], "start": start, "end": end, "step": step}).encode()
+            with urllib.request.urlopen(f"{url}/api/v1/query_range", data=body, timeout=120) as response:
+                result = json.load(response)["data"]["result"]
+            for item in result:
+                labels = {k: v for k, v in item["metric"].items() if k != "__name__"}
+                labels.update(rule.get("labels") or {})
+                for stamp, value in item["values"]:
+                    number = float(value)
+                    if not math.isnan(number):
+                        series.add(rule["record"], "gauge", labels, int(stamp), number)
+    return series
+
+
+def build_tsdb(work_dir: Path, start: int, end: int, rules_file: Path, teams_scale: int = 1,
+               promtool: str = "promtool", prometheus: str = "/usr/bin/prometheus",
+               use_promtool_rules: bool = False) -> Dict[str, float]:
+    """Raw series via openmetrics, then the recorded series layer by layer.
+
+    By default each layer's rules are evaluated with range queries and written as one
+    block; ``use_promtool_rules`` runs ``promtool tsdb create-blocks-from rules`` instead
+    (same samples, but one block per rule and two hours: much slower to write and load).
+    Returns timings in seconds. Every Prometheus started here is stopped here.
     """
     timings: Dict[str, float] = {}
     data_dir = work_dir / "data"
@@ -319,22 +346,35 @@ def build_tsdb(work_dir: Path, start: int, end: int, rules_file: Path, teams_sca
     timings["generate"] = time.monotonic() - began
     timings["samples"] = samples
     began = time.monotonic()
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=384h",
-                    str(text), str(data_dir)], check=True, capture_output=True)
-    text.unlink()
+    _openmetrics_to_blocks(promtool, text, data_dir)
     timings["openmetrics"] = time.monotonic() - began
     began = time.monotonic()
-    for layer in layered_rule_files(rules_file, work_dir):
+    for layer in layered_rule_files(rules_file, work_dir, interval=f"{STEP}s"):
         server = LocalPrometheus(prometheus, data_dir, work_dir)
         server.start()
         out = work_dir / f"{layer.stem}-blocks"
         try:
-            subprocess.run([promtool, "tsdb", "create-blocks-from", "rules", f"--url={server.url}",
-                            f"--start={start}", f"--end={end + STEP}", f"--output-dir={out}", "--quiet",
-                            str(layer)], check=True, capture_output=True)
+            if use_promtool_rules:
+                subprocess.run([promtool, "tsdb", "create-blocks-from", "rules", f"--url={server.url}",
+                                f"--start={start}", f"--end={end + STEP}", f"--output-dir={out}", "--quiet",
+                                str(layer)], check=True, capture_output=True)
+            else:
+                recorded = work_dir / f"{layer.stem}.om"
+                _evaluate_layer(server.url, layer, start, end, STEP).write(recorded)
         finally:
             server.stop()
-        for block in out.iterdir():
-            shutil.move(str(block), str(data_dir / block.name))
+        if use_promtool_rules:
+            for block in out.iterdir():
+                shutil.move(str(block), str(data_dir / block.name))
+        else:
+            _openmetrics_to_blocks(promtool, recorded, data_dir)
     timings["rules"] = time.monotonic() - began
     return timings
+
+
+def _openmetrics_to_blocks(promtool: str, text: Path, data_dir: Path) -> None:
+    result = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=384h",
+                             str(text), str(data_dir)], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"promtool create-blocks-from openmetrics {text}: {result.stderr[-2000:]}")
+    text.unlink()
