@@ -1,0 +1,508 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Helm values and manifests of the cluster add-ons, built from the plan.
+
+Pure functions: they read the ``gpushare_plan`` dict (shape documented in the
+collection's conventions) and the role settings, and return plain dicts. No I/O and no
+Ansible imports, so the add-on roles and the tests share one implementation. Errors are
+``ValueError`` naming the host and field that is wrong.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, List, Mapping, Optional
+
+import yaml
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirrors_lib
+
+# Object kinds of the plan, by the role that applies them.
+KINDS_BY_ROLE: Dict[str, tuple] = {
+    "tenancy": (
+        "Namespace",
+        "Role",
+        "RoleBinding",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    "dra_driver": ("DeviceClass", "ResourceClaimTemplate", "ResourceClaim"),
+    "kueue": ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass"),
+}
+
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_STATE_LABEL = "nvidia.com/mig.config.state"
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+DRA_PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"
+ALL_DISABLED = "all-disabled"
+DEFAULT_DEVICE_PLUGIN_CONFIG = "gpushare-default"
+
+MICROK8S_TOOLKIT_ENV = [
+    {"name": "CONTAINERD_CONFIG", "value": "/var/snap/microk8s/current/args/containerd-template.toml"},
+    {"name": "CONTAINERD_SOCKET", "value": "/var/snap/microk8s/common/run/containerd.sock"},
+    {"name": "RUNTIME_CONFIG_SOURCE", "value": "file=/var/snap/microk8s/current/args/containerd.toml"},
+]
+MICROK8S_KUBELET_DIR = "/var/snap/microk8s/common/var/lib/kubelet"
+
+KUEUE_FRAMEWORKS = [
+    "batch/job",
+    "jobset.x-k8s.io/jobset",
+    "trainer.kubeflow.org/trainjob",
+    "pod",
+    "deployment",
+    "statefulset",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+]
+
+
+class PlanError(ValueError):
+    """The plan lacks something an add-on needs."""
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (embedded configs, CSV, dashboards) as readable literal blocks."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> Any:
+        return super().increase_indent(flow, False)
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> Any:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_BlockDumper.add_representer(str, _represent_str)
+
+
+def _dump(data: Any) -> str:
+    return yaml.dump(data, Dumper=_BlockDumper, default_flow_style=False, sort_keys=False, width=120)
+
+
+def to_yaml(data: Any) -> str:
+    """One YAML document (values files); multi-line strings as literal blocks."""
+    return _dump(data)
+
+
+def to_manifests(objects: List[Mapping[str, Any]]) -> str:
+    """Objects as one multi-document YAML text ("" for none), in the given order."""
+    return "".join("---\n" + _dump(obj) for obj in objects)
+
+
+def node_objects(plan: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """Partial Node objects carrying the labels of :func:`node_labels` (for server-side apply)."""
+    return [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": host, "labels": labels}}
+            for host, labels in node_labels(plan).items()]
+
+
+def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> Dict[str, Any]:
+    """Return ``base`` with ``override`` merged in (dicts recursively, the rest replaced)."""
+    merged = copy.deepcopy(dict(base))
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _check_plan(plan: Any) -> Mapping[str, Any]:
+    if not isinstance(plan, Mapping) or not plan:
+        raise PlanError("gpushare_plan: missing or empty; run the plan step (gpushare.cluster.cluster_plan) first")
+    for field in ("version", "backend", "distribution", "nodes"):
+        if field not in plan:
+            raise PlanError(f"gpushare_plan.{field}: missing")
+    if plan["backend"] not in ("dra", "device_plugin"):
+        raise PlanError(f"gpushare_plan.backend: {plan['backend']!r} is neither 'dra' nor 'device_plugin'")
+    if plan["distribution"] not in ("microk8s", "kubeadm"):
+        raise PlanError(f"gpushare_plan.distribution: {plan['distribution']!r} is neither 'microk8s' nor 'kubeadm'")
+    return plan
+
+
+# --- mirrors ---------------------------------------------------------------------------
+# Image repositories and chart locations are rewritten by the collection's mirrors
+# module, so every role points at a mirror the same way.
+mirror_repository = mirrors_lib.mirror_repository
+chart_source = mirrors_lib.chart_location
+
+
+# --- plan helpers ---------------------------------------------------------------------
+
+def objects_for(plan: Mapping[str, Any], role: str) -> List[Dict[str, Any]]:
+    """The plan's Kubernetes objects that ``role`` applies, in the plan's order."""
+    kinds = KINDS_BY_ROLE.get(role)
+    if kinds is None:
+        raise ValueError(f"role: {role!r} applies no plan objects (known: {', '.join(sorted(KINDS_BY_ROLE))})")
+    result = []
+    for position, obj in enumerate(_check_plan(plan).get("objects") or []):
+        if not isinstance(obj, Mapping) or "kind" not in obj or "metadata" not in obj:
+            raise PlanError(f"gpushare_plan.objects[{position}]: not a Kubernetes object (kind and metadata needed)")
+        if obj["kind"] in kinds:
+            result.append(copy.deepcopy(dict(obj)))
+    return result
+
+
+def team_namespaces(plan: Mapping[str, Any]) -> List[str]:
+    names: List[str] = []
+    for team in (_check_plan(plan).get("teams") or {}).values():
+        for namespace in team.get("namespaces") or []:
+            if namespace not in names:
+                names.append(namespace)
+    return names
+
+
+def sharing_strategies(plan: Mapping[str, Any]) -> List[str]:
+    """GPU sharing strategies (TimeSlicing, MPS) the plan's DRA claims configure."""
+    found: List[str] = []
+    for obj in objects_for(plan, "dra_driver"):
+        spec = obj.get("spec") or {}
+        if obj["kind"] == "ResourceClaimTemplate":
+            spec = spec.get("spec") or {}
+        for config in (spec.get("devices") or {}).get("config") or []:
+            parameters = (config.get("opaque") or {}).get("parameters") or {}
+            strategy = (parameters.get("sharing") or {}).get("strategy")
+            if strategy and strategy not in found:
+                found.append(strategy)
+    return found
+
+
+def node_labels(plan: Mapping[str, Any]) -> Dict[str, Dict[str, str]]:
+    """Labels each GPU node must carry: the plan's labels plus the backend's selectors."""
+    plan = _check_plan(plan)
+    result: Dict[str, Dict[str, str]] = {}
+    for host, node in sorted(plan["nodes"].items()):
+        labels = {str(k): str(v) for k, v in (node.get("labels") or {}).items()}
+        if node.get("mig_config"):
+            labels.setdefault(MIG_CONFIG_LABEL, str(node["mig_config"]))
+        if plan["backend"] == "device_plugin" and node.get("device_plugin_config"):
+            labels.setdefault(DEVICE_PLUGIN_CONFIG_LABEL, str(node["device_plugin_config"]))
+        if plan["backend"] == "dra" and node.get("gpus"):
+            # The standalone DRA driver's kubelet plugin runs only where this label is
+            # "true"; the operator's driver manager flips it to evict the plugin on upgrades.
+            labels.setdefault(DRA_PLUGIN_LABEL, "true")
+        result[host] = labels
+    return result
+
+
+def relabel_steps(plan: Mapping[str, Any], current: Mapping[str, Mapping[str, str]]) -> List[Dict[str, Any]]:
+    """Nodes whose labels differ from the plan, in a stable order, one entry per node.
+
+    ``current`` maps node name -> its labels now. A node the plan knows but the cluster
+    does not is an error (the wrong inventory, or a node that never joined). Each step says
+    whether the MIG configuration changes (then MIG Manager must report success before the
+    node is uncordoned) and whether the node needs a drain at all (only label changes that
+    repartition or re-advertise GPUs disrupt pods).
+    """
+    wanted = node_labels(plan)
+    missing = sorted(host for host in wanted if host not in current)
+    if missing:
+        raise PlanError(f"nodes {', '.join(missing)}: in the plan but not in the cluster (field: gpushare_plan.nodes)")
+    steps = []
+    for host, labels in wanted.items():
+        now = {str(k): str(v) for k, v in (current.get(host) or {}).items()}
+        changes = {k: v for k, v in labels.items() if now.get(k) != v}
+        if not changes:
+            continue
+        mig_change = MIG_CONFIG_LABEL in changes
+        disruptive = mig_change or DEVICE_PLUGIN_CONFIG_LABEL in changes
+        steps.append({"node": host, "labels": changes, "mig_change": mig_change, "drain": disruptive,
+                      "mig_config": labels.get(MIG_CONFIG_LABEL)})
+    return steps
+
+
+def gpu_pods(pods: List[Mapping[str, Any]]) -> List[Dict[str, str]]:
+    """Pods (Kubernetes Pod dicts) that hold GPUs and must go before a node's GPUs change.
+
+    A pod holds GPUs when a container requests an ``nvidia.com/*`` resource or the pod
+    has DRA resource claims. DaemonSet pods (the operator's own) and finished pods stay.
+    """
+    found = []
+    for pod in pods:
+        metadata = pod.get("metadata") or {}
+        spec = pod.get("spec") or {}
+        if any(owner.get("kind") == "DaemonSet" for owner in metadata.get("ownerReferences") or []):
+            continue
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
+        names = set()
+        for container in containers:
+            resources = container.get("resources") or {}
+            for section in ("limits", "requests"):
+                names.update((resources.get(section) or {}).keys())
+        if spec.get("resourceClaims") or any(str(name).startswith("nvidia.com/") for name in names):
+            found.append({"name": str(metadata.get("name")), "namespace": str(metadata.get("namespace", "default"))})
+    return found
+
+
+# --- GPU Operator ---------------------------------------------------------------------
+
+def mig_parted_config(plan: Mapping[str, Any]) -> Dict[str, Any]:
+    """The plan's mig-parted config plus ``all-disabled`` (the default for nodes without a layout)."""
+    config = copy.deepcopy(dict(_check_plan(plan).get("mig_parted") or {"version": "v1", "mig-configs": {}}))
+    configs = config.setdefault("mig-configs", {})
+    configs.setdefault(ALL_DISABLED, [{"devices": "all", "mig-enabled": False}])
+    config.setdefault("version", "v1")
+    return config
+
+
+def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, Any]:
+    """Values for the gpu-operator chart.
+
+    settings: ``driver_enabled`` (bool), ``mirrors``, ``dcgm_metrics_csv`` (text),
+    ``mig_config_name``, ``device_plugin_config_name``, ``dcgm_metrics_config_name``,
+    ``kubelet_root_dir`` (optional), ``extra_values`` (merged last).
+    """
+    plan = _check_plan(plan)
+    mirrors = settings.get("mirrors") or {}
+    nvcr = "nvcr.io/nvidia"
+    values: Dict[str, Any] = {
+        "operator": {"repository": mirror_repository(nvcr, mirrors), "defaultRuntime": "containerd"},
+        "validator": {"repository": mirror_repository(nvcr, mirrors)},
+        "cdi": {"enabled": True},
+        "mig": {"strategy": "mixed"},
+        "driver": {
+            "enabled": bool(settings.get("driver_enabled", True)),
+            "repository": mirror_repository(nvcr, mirrors),
+            "manager": {"repository": mirror_repository(f"{nvcr}/cloud-native", mirrors)},
+        },
+        "toolkit": {"enabled": True, "repository": mirror_repository(f"{nvcr}/k8s", mirrors)},
+        "devicePlugin": {"repository": mirror_repository(nvcr, mirrors)},
+        "dcgm": {"repository": mirror_repository(f"{nvcr}/cloud-native", mirrors)},
+        "dcgmExporter": {
+            "enabled": True,
+            "repository": mirror_repository(f"{nvcr}/k8s", mirrors),
+            "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": False},
+        },
+        "gfd": {"repository": mirror_repository(nvcr, mirrors)},
+        "migManager": {
+            "enabled": True,
+            "repository": mirror_repository(f"{nvcr}/cloud-native", mirrors),
+            "config": {
+                "create": True,
+                "name": settings.get("mig_config_name", "gpushare-mig-parted-config"),
+                "default": ALL_DISABLED,
+                "data": {"config.yaml": _dump(mig_parted_config(plan))},
+            },
+        },
+        "nodeStatusExporter": {"repository": mirror_repository(nvcr, mirrors)},
+        "node-feature-discovery": {
+            "image": {"repository": mirror_repository("registry.k8s.io/nfd/node-feature-discovery", mirrors)},
+        },
+    }
+    if settings.get("dcgm_metrics_csv"):
+        values["dcgmExporter"]["config"] = {
+            "create": True,
+            "name": settings.get("dcgm_metrics_config_name", "gpushare-dcgm-metrics"),
+            "data": str(settings["dcgm_metrics_csv"]),
+        }
+    if plan["distribution"] == "microk8s":
+        values["toolkit"]["env"] = copy.deepcopy(MICROK8S_TOOLKIT_ENV)
+    if settings.get("kubelet_root_dir"):
+        values["hostPaths"] = {"kubeletRootDir": str(settings["kubelet_root_dir"])}
+    if plan["backend"] == "dra":
+        values["devicePlugin"]["enabled"] = False
+        values["driver"]["manager"]["env"] = [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": DRA_PLUGIN_LABEL}]
+    else:
+        configs = {DEFAULT_DEVICE_PLUGIN_CONFIG: {"version": "v1", "flags": {"migStrategy": "mixed"}}}
+        configs.update(copy.deepcopy(plan.get("device_plugin_configs") or {}))
+        values["devicePlugin"].update({
+            "enabled": True,
+            "config": {
+                "create": True,
+                "name": settings.get("device_plugin_config_name", "gpushare-device-plugin-config"),
+                "default": DEFAULT_DEVICE_PLUGIN_CONFIG,
+                "data": {name: _dump(config) for name, config in configs.items()},
+            },
+        })
+    return deep_merge(values, settings.get("extra_values") or {})
+
+
+# --- DRA driver -----------------------------------------------------------------------
+
+def dra_driver_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, Any]:
+    """Values for the dra-driver-nvidia-gpu chart next to the GPU Operator.
+
+    settings: ``operator_driver`` (bool: the operator installs the driver), ``version``,
+    ``feature_gates`` (dict), ``compute_domains`` (bool), ``mirrors``, ``extra_values``.
+    """
+    plan = _check_plan(plan)
+    if plan["backend"] != "dra":
+        raise PlanError("gpushare_plan.backend: the DRA driver is only deployed with the 'dra' backend")
+    gates = {str(k): bool(v) for k, v in (settings.get("feature_gates") or {}).items()}
+    strategies = sharing_strategies(plan)
+    # The driver rejects a claim asking for a sharing strategy whose gate is off.
+    gates["TimeSlicingSettings"] = "TimeSlicing" in strategies or gates.get("TimeSlicingSettings", False)
+    if "MPS" in strategies:
+        gates["MPSSupport"] = True
+    values: Dict[str, Any] = {
+        "nvidiaDriverRoot": "/run/nvidia/driver" if settings.get("operator_driver", True) else "/",
+        "gpuResourcesEnabledOverride": True,
+        "image": {
+            "repository": mirror_repository("registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu",
+                                            settings.get("mirrors")),
+            "tag": str(settings.get("version", "v0.4.1")),
+        },
+        "resources": {"gpus": {"enabled": True},
+                      "computeDomains": {"enabled": bool(settings.get("compute_domains", False))}},
+        "featureGates": dict(sorted(gates.items())),
+        "kubeletPlugin": {"nodeSelector": {DRA_PLUGIN_LABEL: "true"}},
+    }
+    if plan["distribution"] == "microk8s":
+        values["kubeletPlugin"]["kubeletRegistrarDirectoryPath"] = f"{MICROK8S_KUBELET_DIR}/plugins_registry"
+        values["kubeletPlugin"]["kubeletPluginsDirectoryPath"] = f"{MICROK8S_KUBELET_DIR}/plugins"
+    return deep_merge(values, settings.get("extra_values") or {})
+
+
+# --- Kueue ----------------------------------------------------------------------------
+
+def kueue_configuration(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, Any]:
+    """The Kueue manager Configuration (config.kueue.x-k8s.io/v1beta2)."""
+    plan = _check_plan(plan)
+    namespaces = team_namespaces(plan)
+    if not namespaces:
+        raise PlanError("gpushare_plan.teams: no team namespaces; Kueue would manage no namespace")
+    config: Dict[str, Any] = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "managedJobsNamespaceSelector": {
+            "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": namespaces}],
+        },
+        "waitForPodsReady": {"timeout": str(settings.get("wait_for_pods_ready_timeout", "30m")),
+                             "blockAdmission": bool(settings.get("wait_for_pods_ready_block_admission", False))},
+        "integrations": {"frameworks": list(settings.get("frameworks") or KUEUE_FRAMEWORKS)},
+    }
+    config = deep_merge(config, plan.get("kueue_configuration") or {})
+    return deep_merge(config, settings.get("extra_configuration") or {})
+
+
+def kueue_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, Any]:
+    """Values for the kueue chart: image, metrics and the manager Configuration."""
+    values: Dict[str, Any] = {
+        "enablePrometheus": bool(settings.get("service_monitor", True)),
+        "controllerManager": {
+            "manager": {
+                "image": {
+                    "repository": mirror_repository("registry.k8s.io/kueue/kueue", settings.get("mirrors")),
+                    "tag": "v" + str(settings.get("version", "0.19.2")).lstrip("v"),
+                    "pullPolicy": "IfNotPresent",
+                },
+            },
+        },
+        "managerConfig": {"controllerManagerConfigYaml": _dump(kueue_configuration(plan, settings))},
+        "metrics": {"prometheusNamespace": str(settings.get("prometheus_namespace", "monitoring"))},
+    }
+    return deep_merge(values, settings.get("extra_values") or {})
+
+
+def active_cluster_queues(queues: List[Mapping[str, Any]]) -> List[str]:
+    """Names of the ClusterQueues (Kubernetes dicts) whose Active condition is True."""
+    names = []
+    for queue in queues:
+        conditions = (queue.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Active" and c.get("status") == "True" for c in conditions):
+            names.append(str((queue.get("metadata") or {}).get("name")))
+    return names
+
+
+def not_available(results: List[Mapping[str, Any]]) -> List[str]:
+    """What is not Available, from looped k8s_info results (``item.kind`` + ``resources``)."""
+    problems = []
+    for result in results:
+        kind = str((result.get("item") or {}).get("kind", "object"))
+        resources = result.get("resources") or []
+        if not resources:
+            problems.append(f"no {kind} found")
+        for obj in resources:
+            conditions = (obj.get("status") or {}).get("conditions") or []
+            if not any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions):
+                name = (obj.get("metadata") or {}).get("name")
+                reasons = [str(c.get("message") or c.get("reason")) for c in conditions if c.get("type") == "Available"]
+                problems.append(f"{kind} {name} not Available ({'; '.join(reasons) or 'no status yet'})")
+    return problems
+
+
+# --- kube-prometheus-stack ------------------------------------------------------------
+
+def monitoring_values(settings: Mapping[str, Any]) -> Dict[str, Any]:
+    """Values for kube-prometheus-stack.
+
+    settings: ``retention``, ``retention_size``, ``storage_class``, ``storage_size``,
+    ``grafana_admin_secret``, ``grafana_persistence_size``, ``mirrors``, ``extra_values``.
+    The Grafana password never appears here: Grafana reads it from an existing Secret.
+    """
+    mirrors = settings.get("mirrors") or {}
+    spec: Dict[str, Any] = {
+        # Empty selectors with NilUsesHelmValues off pick up every namespace's monitors
+        # and rules (DCGM exporter, Kueue, and this collection's own PrometheusRule).
+        "serviceMonitorSelectorNilUsesHelmValues": False,
+        "podMonitorSelectorNilUsesHelmValues": False,
+        "ruleSelectorNilUsesHelmValues": False,
+        "probeSelectorNilUsesHelmValues": False,
+        "serviceMonitorSelector": {},
+        "serviceMonitorNamespaceSelector": {},
+        "podMonitorSelector": {},
+        "podMonitorNamespaceSelector": {},
+        "ruleSelector": {},
+        "ruleNamespaceSelector": {},
+        "retention": str(settings.get("retention", "30d")),
+        "retentionSize": str(settings.get("retention_size", "")),
+    }
+    if settings.get("storage_size"):
+        claim: Dict[str, Any] = {"accessModes": ["ReadWriteOnce"],
+                                 "resources": {"requests": {"storage": str(settings["storage_size"])}}}
+        if settings.get("storage_class"):
+            claim["storageClassName"] = str(settings["storage_class"])
+        spec["storageSpec"] = {"volumeClaimTemplate": {"spec": claim}}
+    grafana: Dict[str, Any] = {
+        "admin": {"existingSecret": str(settings.get("grafana_admin_secret", "grafana-admin")),
+                  "userKey": "admin-user", "passwordKey": "admin-password"},
+        "sidecar": {"dashboards": {"enabled": True, "label": "grafana_dashboard", "labelValue": "1",
+                                   "searchNamespace": "ALL"}},
+    }
+    if settings.get("grafana_persistence_size"):
+        grafana["persistence"] = {"enabled": True, "type": "sts", "accessModes": ["ReadWriteOnce"],
+                                  "size": str(settings["grafana_persistence_size"])}
+        if settings.get("storage_class"):
+            grafana["persistence"]["storageClassName"] = str(settings["storage_class"])
+    values: Dict[str, Any] = {
+        "prometheus": {"prometheusSpec": spec},
+        "grafana": grafana,
+        "kube-state-metrics": {
+            # label_gpushare_io_team on kube_namespace_labels joins namespaces to teams; the MIG
+            # state label drives the MIG alert.
+            "metricLabelsAllowlist": [
+                "namespaces=[gpushare.io/team]",
+                "nodes=[nvidia.com/mig.config,nvidia.com/mig.config.state]",
+            ],
+        },
+    }
+    if mirrors.get("registry"):
+        values["global"] = {"imageRegistry": str(mirrors["registry"]).rstrip("/")}
+    return deep_merge(values, settings.get("extra_values") or {})
+
+
+def prometheus_rule(name: str, namespace: str, rules_yaml: str) -> Dict[str, Any]:
+    """Wrap a Prometheus rule file (``groups:``) into a PrometheusRule object."""
+    groups = (yaml.safe_load(rules_yaml) or {}).get("groups")
+    if not groups:
+        raise ValueError(f"PrometheusRule {namespace}/{name}: the rule file has no groups")
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+            "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "gpushare"}},
+            "spec": {"groups": groups}}
+
+
+def dashboard_configmap(name: str, namespace: str, filename: str, dashboard_json: str) -> Dict[str, Any]:
+    """A ConfigMap the Grafana sidecar loads (label grafana_dashboard=1)."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": {"grafana_dashboard": "1", "app.kubernetes.io/part-of": "gpushare"}},
+            "data": {filename: dashboard_json}}
