@@ -132,6 +132,7 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
                           [memory_at_least_expression(memory_floor_gib(memory))]))
 
     team_by_name = {team.name: team for team in teams}
+    unpinned: List[str] = []
     shared_classes: Dict[str, str] = {}
     for host, gpu in shared:
         team = team_by_name[gpu["team"]]
@@ -145,9 +146,7 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
         if gpu.get("uuid"):
             selectors.append(uuid_expression(gpu["uuid"]))
         else:
-            plan.warnings.append(
-                "host %s, GPU %s: no uuid known (run gpu_facts), so the shared claim %s takes whichever free %s "
-                "the first pod's node offers, not necessarily this GPU" % (host, gpu["index"], gpu["claim"], gpu["model"]))
+            unpinned.append("host %s, GPU %s" % (host, gpu["index"]))
         namespace = team.namespaces[0]
         plan.shared_claims.setdefault(team.name, []).append((namespace, gpu["claim"], class_name))
         plan.objects.append({
@@ -158,6 +157,12 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
                                          "gpushare.io/replicas": str(gpu.get("replicas", 0))}},
             "spec": {"devices": {"requests": [_request(class_name, selectors)]}},
         })
+
+    if unpinned:
+        shown = "; ".join(unpinned[:5]) + ("; and %d more" % (len(unpinned) - 5) if len(unpinned) > 5 else "")
+        plan.warnings.append(
+            "%s: no uuid known (run gpu_facts), so each shared claim takes whichever free GPU of its model the "
+            "first pod's node offers, not necessarily the GPU the inventory names" % shown)
 
     for team in teams:
         # Every team may ask for every counted kind: Kueue decides whether it is quota or borrowing.
