@@ -117,7 +117,13 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
     for resource in sorted(whole_models):
         model = whole_models[resource]
         name = whole_class_name(model)
-        plan.objects.append(_device_class(name, whole_gpu_expression(model), "A whole %s GPU" % model))
+        expression = whole_gpu_expression(model)
+        pinned = sorted(g["uuid"] for _, g in shared if g["model"] == model and g.get("uuid"))
+        if pinned:
+            # Shared GPUs known by uuid stay out of the whole-GPU class, so a whole-GPU claim
+            # never lands on a GPU the inventory gave to time-sharing.
+            expression += " && !(%s.uuid in [%s])" % (_ATTR, ", ".join(_quote(u) for u in pinned))
+        plan.objects.append(_device_class(name, expression, "A whole %s GPU" % model))
         plan.device_class_mappings.append({"name": resource, "deviceClassNames": [name]})
         memory = gpu_catalog.lookup(model).memory_mib
         templates.append(("gpu-%s" % sharing.model_slug(model), name,

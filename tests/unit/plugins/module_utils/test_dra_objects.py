@@ -60,6 +60,10 @@ def test_shared_claim_is_pinned_by_uuid_when_facts_know_it():
     assert device_matches(expression, device(RTX, uuid=UUID2))
     assert not device_matches(expression, device(RTX, uuid="GPU-3"))
     assert not any("no uuid known" in w for w in plan["warnings"])
+    # The whole-GPU class leaves the pinned shared GPU alone; other GPUs of the model still match.
+    whole = selector(by_kind(plan, "DeviceClass")[(None, "rtx-pro-6000.gpushare.io")])
+    assert not device_matches(whole, device(RTX, uuid=UUID2))
+    assert device_matches(whole, device(RTX, uuid="GPU-3"))
     assert any("no uuid known" in w for w in example_plan()["warnings"])
 
 
