@@ -1,0 +1,248 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The mirror manifest: content per distribution/backend, stability, and its image table
+held against the pinned charts' values.yaml files."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import mirror_manifest as mm
+from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as m
+
+MIRRORS = {"registry": "registry.internal:5000", "registries": {"nvcr.io": "nv.internal/nvcr"},
+           "helm": {"oci": "oci://registry.internal:5000/charts"},
+           "apt": {"ubuntu": "http://mirror.internal/ubuntu", "kubernetes": "http://mirror.internal/k8s",
+                   "nvidia": "http://mirror.internal/nvidia", "docker": "http://mirror.internal/docker"},
+           "dnf": {"rocky": "http://mirror.internal/rocky", "kubernetes": "http://mirror.internal/k8s-rpm",
+                   "nvidia": "http://mirror.internal/nvidia-rpm", "docker": "http://mirror.internal/docker-rpm"},
+           "snap": {"proxy_url": "http://snaps.internal", "proxy_id": "id1"},
+           "files": "http://mirror.internal/files"}
+
+
+def _images(manifest):
+    return mm.image_list(manifest)
+
+
+def test_microk8s_dra_example():
+    manifest = mm.build_manifest({"distribution": "microk8s", "backend": "dra", "kubernetes_version": "1.35",
+                                  "driver_os": ["ubuntu24.04"], "mirrors": MIRRORS})
+    images = _images(manifest)
+    assert "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04" in images
+    assert "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1" in images
+    assert "registry.k8s.io/kueue/kueue:v0.19.2" in images
+    assert "nvcr.io/nvidia/k8s-device-plugin:v0.20.0" in images      # GFD runs with both backends
+    assert not any("/dcgm:" in image for image in images)              # embedded hostengine by default
+    assert images == sorted(images) and len(images) == len(set(images))
+    assert manifest["snaps"][0]["channel"] == "1.35/stable"
+    assert [c["name"] for c in manifest["charts"]] == ["dra-driver-nvidia-gpu", "gpu-operator", "kube-prometheus-stack",
+                                                       "kueue"]
+    assert all(p["name"] != "kubernetes" for p in manifest["packages"])   # MicroK8s is a snap
+    by_image = {entry["image"]: entry for entry in manifest["images"]}
+    assert by_image["nvcr.io/nvidia/gpu-operator:v26.7.0"]["used_for"] == ["operator", "validator"]
+    assert by_image["nvcr.io/nvidia/driver:595.91.07-ubuntu24.04"]["mirror"] == \
+        "nv.internal/nvcr/nvidia/driver:595.91.07-ubuntu24.04"
+    assert by_image["quay.io/prometheus/prometheus:v3.14.0-distroless"]["mirror"] == \
+        "registry.internal:5000/prometheus/prometheus:v3.14.0-distroless"
+
+
+def test_every_mirrored_location_names_no_upstream_host():
+    manifest = mm.build_manifest({"distribution": "kubeadm", "backend": "device_plugin",
+                                  "kubernetes_version": "1.35.2", "kube_vip": True,
+                                  "driver_os": ["ubuntu22.04", "rocky9"], "os_families": ["apt", "dnf"],
+                                  "mirrors": MIRRORS})
+    mirrored = [e["mirror"] for section in ("images", "charts", "packages", "files") for e in manifest[section]]
+    mirrored += [e["mirror"] for e in manifest["unresolved"]]
+    assert mirrored and m.upstream_hosts_in("\n".join(mirrored)) == []
+
+
+def test_kubeadm_device_plugin_multinode():
+    manifest = mm.build_manifest({
+        "distribution": "kubeadm", "backend": "device_plugin", "kubernetes_version": "1.35.2",
+        "nodes": [{"host": "hgx1", "distribution": "Ubuntu", "version": "24.04"},
+                  {"host": "a100", "distribution": "Rocky", "version": "9.6"}],
+        "cni": "calico", "kube_vip": True})
+    images = _images(manifest)
+    assert "nvcr.io/nvidia/driver:595.91.07-rocky9" in images
+    assert "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04" in images
+    assert "registry.k8s.io/kube-apiserver:v1.35.2" in images
+    assert "ghcr.io/kube-vip/kube-vip:v1.0.0" in images
+    assert "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu:v0.4.1" not in images
+    assert [c["name"] for c in manifest["charts"]] == ["gpu-operator", "kube-prometheus-stack", "kueue",
+                                                       "tigera-operator"]
+    assert {(p["manager"], p["name"]) for p in manifest["packages"]} >= {("apt", "kubernetes"), ("dnf", "kubernetes")}
+    kube = [p for p in manifest["packages"] if p["name"] == "kubernetes" and p["manager"] == "apt"][0]
+    assert kube["upstream"] == kube["mirror"] == "https://pkgs.k8s.io/core:/stable:/v1.35/deb/"
+    assert manifest["snaps"] == []
+    # Without mirrors, every location is upstream.
+    assert all(e["image"] == e["mirror"] for e in manifest["images"])
+
+
+def test_minor_only_kubernetes_leaves_control_plane_tags_unresolved():
+    manifest = mm.build_manifest({"distribution": "kubeadm", "driver_os": ["ubuntu24.04"]})
+    unresolved = {e["repository"] for e in manifest["unresolved"]}
+    assert "registry.k8s.io/kube-apiserver" in unresolved and "registry.k8s.io/pause" in unresolved
+    assert not any("kube-apiserver" in image for image in _images(manifest))
+
+
+def test_precompiled_driver_images_per_kernel():
+    manifest = mm.build_manifest({"driver_precompiled": True, "nodes": [
+        {"host": "gpu1", "distribution": "Ubuntu", "version": "24.04", "kernel": "6.8.0-60-generic"},
+        {"host": "gpu2", "distribution": "Ubuntu", "version": "22.04", "kernel": "5.15.0-143-generic"}]})
+    drivers = [i for i in _images(manifest) if "/driver:" in i]
+    assert drivers == ["nvcr.io/nvidia/driver:595-5.15.0-143-generic-ubuntu22.04",
+                       "nvcr.io/nvidia/driver:595-6.8.0-60-generic-ubuntu24.04"]
+
+
+def test_driver_disabled_needs_no_node_os_and_drops_driver_images():
+    manifest = mm.build_manifest({"driver_enabled": False})
+    assert not any("/driver:" in i or "k8s-driver-manager" in i for i in _images(manifest))
+
+
+def test_errors_are_collected():
+    with pytest.raises(mm.ManifestError) as err:
+        mm.build_manifest({"distribution": "k3s", "backend": "mps", "gpu_operator_version": "v26.8.0",
+                           "nodes": [{"host": "gpu9", "distribution": "Debian", "version": "12"}],
+                           "mirrors": {"registry": "https://r"}, "architectures": ["s390x"]})
+    text = str(err.value)
+    for part in ("distribution: 'k3s'", "backend: 'mps'", "gpu_operator_version: 'v26.8.0' has no image table",
+                 "host gpu9: distribution", "gpushare_mirrors.registry", "architectures: 's390x'"):
+        assert part in text, part
+
+
+def test_precompiled_on_rocky_is_an_error_naming_host():
+    with pytest.raises(mm.ManifestError, match="host a100: driver.usePrecompiled"):
+        mm.build_manifest({"driver_precompiled": True,
+                           "nodes": [{"host": "a100", "distribution": "Rocky", "version": "9.6",
+                                      "kernel": "5.14.0-570-generic"}]})
+
+
+def test_manifest_is_stable():
+    settings = {"distribution": "kubeadm", "backend": "dra", "kubernetes_version": "1.35.2",
+                "nodes": [{"host": "b", "distribution": "Rocky", "version": "10.0"},
+                          {"host": "a", "distribution": "Ubuntu", "version": "24.04"}],
+                "extra_images": ["busybox:1.36", "quay.io/x/y:1"], "mirrors": MIRRORS}
+    first = json.dumps(mm.build_manifest(settings), sort_keys=False)
+    reordered = dict(settings, nodes=list(reversed(settings["nodes"])),
+                     extra_images=list(reversed(settings["extra_images"])))
+    assert json.dumps(mm.build_manifest(reordered), sort_keys=False) == first
+    assert "docker.io/library/busybox:1.36" in first
+
+
+def test_images_in_finds_every_shape():
+    document = {
+        "operator": {"repository": "r/nvidia", "image": "gpu-operator", "version": "v26.7.0"},
+        "prometheus": {"prometheusSpec": {"image": {"registry": "quay.io", "repository": "prometheus/prometheus",
+                                                    "tag": "v3"}}},
+        "image": {"repository": "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu", "tag": ""},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}}},
+        "notAnImage": {"image": "plain"},
+    }
+    assert mm.images_in(document) == ["busybox:1.36", "quay.io/prometheus/prometheus:v3",
+                                      "r/nvidia/gpu-operator:v26.7.0",
+                                      "registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu"]
+
+
+def test_uncovered_images():
+    manifest = mm.build_manifest({"driver_os": ["ubuntu24.04"], "mirrors": MIRRORS})
+    assert mm.uncovered_images(["nv.internal/nvcr/nvidia/gpu-operator:v26.7.0",
+                                "registry.internal:5000/dra-driver-nvidia/dra-driver-nvidia-gpu",
+                                "registry.internal:5000/grafana/grafana"], manifest) == []
+    assert mm.uncovered_images(["nvcr.io/nvidia/gpu-operator:v26.8.0", "quay.io/other/thing"], manifest) == \
+        ["nvcr.io/nvidia/gpu-operator:v26.8.0", "quay.io/other/thing"]
+
+
+def test_sync_plan_commands():
+    manifest = mm.build_manifest({"driver_os": ["ubuntu24.04"], "mirrors": {"registry": "r.internal"}})
+    steps = mm.sync_plan(manifest, "skopeo", tls_verify=False)
+    assert len(steps) == len(manifest["images"])
+    first = steps[0]["commands"][0]
+    assert first[:3] == ["skopeo", "copy", "--all"] and first[-1].startswith("docker://r.internal/")
+    podman = mm.sync_plan(manifest, "podman")[0]["commands"]
+    assert [c[1] for c in podman] == ["pull", "tag", "push"]
+    assert mm.sync_plan(mm.build_manifest({"driver_os": ["ubuntu24.04"]}), "skopeo") == []
+    with pytest.raises(mm.ManifestError):
+        mm.sync_plan(manifest, "docker")
+
+
+# --- the table against the pinned charts ------------------------------------------------
+
+def _load(path: Path):
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def test_gpu_operator_rows_match_values(reference_dir):
+    values = _load(reference_dir / "gpu-operator" / "values.yaml")
+    sources = (reference_dir / "gpu-operator" / "SOURCES.md").read_text(encoding="utf-8")
+    assert "tag v26.7.0" in sources            # values.yaml is the one of the pinned release
+    rows = mm.table_rows("gpu-operator")
+    assert len(rows) >= 8
+    for path, image in rows:
+        assert mm.value_image(values, path, mm.CHARTS["gpu-operator"]["version"]) == image, path
+    assert values["driver"]["version"] == mm.GPU_OPERATOR_DRIVER_VERSION
+    assert f"{values['driver']['repository']}/{values['driver']['image']}" == "nvcr.io/nvidia/driver"
+    chart = _load(reference_dir / "gpu-operator" / "Chart.yaml")
+    nfd = [d for d in chart["dependencies"] if d["name"] == "node-feature-discovery"][0]
+    assert f"registry.k8s.io/nfd/node-feature-discovery:v{nfd['version']}" in \
+        [image for _c, _p, image, _w, _s in mm.IMAGE_TABLE]
+    assert values["dcgm"]["enabled"] is False and values["sandboxWorkloads"]["enabled"] is False
+    for key in ("gds", "gdrcopy", "nodeStatusExporter", "vgpuManager"):
+        assert values[key]["enabled"] is False, key
+
+
+def test_gpu_operator_enabled_images_are_all_in_the_table(reference_dir):
+    """Every enabled component of the chart with an image is either in the table or
+    explained in NOT_MIRRORED (sandbox-only components)."""
+    values = _load(reference_dir / "gpu-operator" / "values.yaml")
+    table_paths = {path for path, _image in mm.table_rows("gpu-operator")}
+    explained = set(re.findall(r"[a-zA-Z]+", " ".join(mm.NOT_MIRRORED)))
+    with_image = {key for key, section in values.items()
+                  if isinstance(section, dict) and "image" in section and "repository" in section}
+    # "driver" is named per node OS by mirrors.driver_image, not by a table row.
+    assert "driver" in with_image
+    assert with_image - table_paths - {"driver"} - explained == set()
+
+
+def test_dra_driver_row_matches_values(reference_dir):
+    values = _load(reference_dir / "dra-driver" / "values.yaml")
+    chart = _load(reference_dir / "dra-driver" / "Chart.yaml")
+    assert chart["version"] == mm.CHARTS["dra-driver-nvidia-gpu"]["version"]
+    for path, image in mm.table_rows("dra-driver-nvidia-gpu"):
+        assert mm.value_image(values, path, "v" + chart["appVersion"]) == image
+
+
+def test_kueue_row_matches_values_and_packaging(reference_dir):
+    values = _load(reference_dir / "kueue" / "values.yaml")
+    sources = (reference_dir / "kueue" / "SOURCES.md").read_text(encoding="utf-8")
+    [(path, image)] = mm.table_rows("kueue")
+    in_git = mm.value_image(values, path, "")
+    assert in_git.endswith("/kueue/kueue:release-0.19")
+    assert f"`{image}`" in sources          # the image the published chart is packaged with
+    assert values["enableKueueViz"] is False
+
+
+def test_kube_prometheus_stack_rows_match_values(reference_dir):
+    values = _load(reference_dir / "monitoring" / "kube-prometheus-stack-values.yaml")
+    crd_sources = (reference_dir / "crds" / "prometheus-operator" / "SOURCES.md").read_text(encoding="utf-8")
+    app_version = re.search(r"Chart 88\.5\.3 has `appVersion: (v[0-9.]+)`", crd_sources).group(1)
+    for path, image in mm.table_rows("kube-prometheus-stack"):
+        assert mm.value_image(values, path, app_version) == image, path
+    notes = (reference_dir / "monitoring" / "NOTES.md").read_text(encoding="utf-8")
+    assert "kube-state-metrics 8.4.0 (app 2.20.0)" in notes
+    assert values["crds"]["upgradeJob"]["enabled"] is False
+    assert values["prometheusOperator"]["admissionWebhooks"]["deployment"]["enabled"] is False
+    assert values["thanosRuler"]["enabled"] is False
+
+
+def test_pinned_chart_versions_match_design(repo_root):
+    design = (repo_root.parent / "shared" / "DESIGN.md")
+    if not design.is_file():
+        pytest.skip(f"{design} not found")
+    text = design.read_text(encoding="utf-8")
+    for name in ("gpu-operator", "dra-driver-nvidia-gpu", "kueue", "kube-prometheus-stack"):
+        version = mm.CHARTS[name]["version"].lstrip("v")
+        assert version in text, name
