@@ -413,8 +413,12 @@ def _gpu_detail(gpu: Dict[str, Any]) -> str:
     return ""
 
 
-def summary_table(plan: Dict[str, Any]) -> str:
-    """The plan as plain-text tables: one row per GPU, one per team, then the warnings."""
+def summary_table(plan: Dict[str, Any], max_rows: Optional[int] = None) -> str:
+    """The plan as plain-text tables: one row per GPU, one per team, then the warnings.
+
+    ``max_rows`` caps the GPU rows and the warnings shown (for a terminal); the count of
+    what was left out is said in their place.
+    """
     if not isinstance(plan, dict):
         raise ValueError("plan: must be a mapping, got %s" % type(plan).__name__)
     nodes = _checked_nodes(plan)
@@ -430,15 +434,26 @@ def summary_table(plan: Dict[str, Any]) -> str:
         team_rows.append([team, str(info.get("priority", "-")), _resources_text(info.get("capacity")) or "-",
                           _resources_text(info.get("borrowing_limit")) or "-", str(info.get("reclaim", "-"))])
     total_gpus = len(gpu_rows)
+    hidden_gpus = 0
+    if max_rows is not None and total_gpus > max_rows:
+        hidden_gpus = total_gpus - max_rows
+        gpu_rows = gpu_rows[:max_rows]
     parts = [
         "Plan: %s %s, backend %s, %d GPUs on %d nodes, %d teams"
         % (plan.get("distribution", "?"), plan.get("kubernetes_version", "?"), plan.get("backend", "?"),
            total_gpus, len(nodes), len(teams)),
         "",
         _table(["node", "gpu", "model", "use", "team", "layout", "resources"], gpu_rows),
+    ]
+    if hidden_gpus:
+        parts.append("... and %d more GPUs (summary.txt and index.html list them all)" % hidden_gpus)
+    parts += [
         "",
         _table(["team", "priority", "nominal quota", "borrowing limit", "reclaim"], team_rows),
     ]
     warnings = plan.get("warnings") or []
-    parts += ["", "Warnings:" if warnings else "Warnings: none"] + ["- %s" % w for w in warnings]
+    shown = warnings if max_rows is None else warnings[:max_rows]
+    parts += ["", "Warnings:" if warnings else "Warnings: none"] + ["- %s" % w for w in shown]
+    if len(shown) < len(warnings):
+        parts.append("... and %d more warnings (summary.txt and index.html list them all)" % (len(warnings) - len(shown)))
     return "\n".join(parts) + "\n"

@@ -3,34 +3,75 @@
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 
+# The work is done on the controller by the action plugin of the same name.
+
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
 module: plan_report
-short_description: Write a GPU sharing plan as plan.json, an HTML report, a summary and example workloads
+short_description: Plan the GPU split and write plan.json, an HTML report, a summary and example workloads
 version_added: 0.1.0
 description:
-  - Writes the C(gpushare_plan) fact to a directory on the machine the module runs on (the
-    controller in C(gpushare.cluster.plan)) as C(plan.json), a self-contained C(index.html)
-    (inline SVG and CSS, no network access needed to view or print it), a plain-text
-    C(summary.txt) and example workloads under C(manifests/examples/).
-  - Files other modules or roles rendered into O(staging) (for example C(values/) and
-    C(manifests/)) are published together with them.
-  - The directory is replaced as a whole, so readers never see a mix of an old and a new
-    plan; when nothing differs from what is already there, nothing is written.
-  - Supports check mode (reports whether the directory would change, writes nothing).
+  - Writes a GPU sharing plan (the C(gpushare_plan) shape documented in C(docs/plan.md)) to a
+    directory on the controller as C(plan.json), a self-contained C(index.html) (inline SVG
+    and CSS, no network access needed to view or print it), a plain-text C(summary.txt) and
+    example workloads under C(manifests/examples/).
+  - Either takes a plan already made (O(plan), for example the C(gpushare_plan) fact set by
+    M(gpushare.cluster.cluster_plan)), or plans from the inventory itself with the same code
+    as M(gpushare.cluster.cluster_plan), reading C(gpushare_gpus) and C(gpushare_gpu_facts)
+    of O(hosts) from hostvars. Planning in the controller process avoids moving megabytes of
+    plan through module arguments on large inventories.
+  - When the inventory has errors, the task fails listing every one and writes nothing.
+  - Files rendered into O(staging) beforehand (for example C(values/) and C(manifests/)) are
+    published together with the report.
+  - The directory is replaced as a whole by a rename, so readers never see a mix of an old
+    and a new plan; when nothing differs from what is already there, nothing is written.
+  - Runs on the controller only; it never connects to a host. Supports check mode.
 author:
   - gpushare.cluster maintainers
 options:
   plan:
     description:
-      - The plan, as returned by M(gpushare.cluster.cluster_plan) (shape documented in C(docs/plan.md)).
+      - A plan already made. When left out, the plan is made from the inventory with
+        O(teams), O(hosts), O(backend), O(distribution), O(kubernetes_version) and O(cohort).
     type: dict
-    required: true
+  teams:
+    description:
+      - The teams (C(gpushare_teams)). Required when O(plan) is left out.
+    type: list
+    elements: dict
+  hosts:
+    description:
+      - Hosts whose C(gpushare_gpus) and C(gpushare_gpu_facts) are planned. Default is every
+        host of the inventory; hosts without C(gpushare_gpus) are skipped.
+    type: list
+    elements: str
+  backend:
+    description:
+      - How GPUs reach pods (C(gpushare_gpu_backend)).
+    type: str
+    choices: [dra, device_plugin]
+    default: dra
+  distribution:
+    description:
+      - Kubernetes distribution (C(gpushare_kubernetes_distribution)).
+    type: str
+    choices: [microk8s, kubeadm]
+    default: microk8s
+  kubernetes_version:
+    description:
+      - Kubernetes minor version (C(gpushare_kubernetes_version)).
+    type: str
+    default: "1.35"
+  cohort:
+    description:
+      - Name of the Kueue Cohort of the team queues.
+    type: str
+    default: gpushare
   dest:
     description:
-      - Directory to write. It is created, or replaced as a whole.
+      - Directory to write on the controller. It is created, or replaced as a whole.
     type: path
     required: true
   staging:
@@ -48,16 +89,35 @@ options:
       - Title of the HTML report.
     type: str
     default: GPU sharing plan
+  summary_rows:
+    description:
+      - At most this many GPU rows and warnings in the returned RV(summary) (the file
+        C(summary.txt) always has all of them).
+    type: int
+    default: 64
+  return_plan:
+    description:
+      - Also return the plan in the result (large for large inventories).
+    type: bool
+    default: false
 requirements:
-  - PyYAML
+  - PyYAML on the controller
 """
 
 EXAMPLES = r"""
-- name: Write the plan, the report and the example workloads
+- name: Plan the inventory and write the report
+  gpushare.cluster.plan_report:
+    teams: "{{ gpushare_teams }}"
+    backend: "{{ gpushare_gpu_backend }}"
+    distribution: "{{ gpushare_kubernetes_distribution }}"
+    kubernetes_version: "{{ gpushare_kubernetes_version }}"
+    dest: "{{ lookup('ansible.builtin.env', 'PWD') }}/build/plan"
+  register: report
+
+- name: Write a plan made earlier by gpushare.cluster.cluster_plan
   gpushare.cluster.plan_report:
     plan: "{{ gpushare_plan }}"
-    dest: "{{ playbook_dir }}/build/plan"
-  register: report
+    dest: /srv/gitops/cluster/plan
 
 - name: Show the summary
   ansible.builtin.debug:
@@ -82,128 +142,22 @@ files:
   elements: str
   sample: [index.html, plan.json, summary.txt, manifests/examples/10-serving.yaml]
 summary:
-  description: The plan as a plain-text table (also written as C(summary.txt)).
+  description:
+    - The plan as a plain-text table, at most O(summary_rows) GPU rows and warnings (C(summary.txt) has all).
   returned: always
   type: str
+warnings_count:
+  description: Number of warnings in the plan (each is also shown as an Ansible warning).
+  returned: always
+  type: int
+  sample: 1
+errors:
+  description: Every problem found in the inventory, when the plan cannot be made.
+  returned: failure
+  type: list
+  elements: str
+plan:
+  description: The plan, when O(return_plan=true).
+  returned: when O(return_plan=true)
+  type: dict
 """
-
-import json
-import os
-import shutil
-import tempfile
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-
-try:
-    import yaml
-    HAS_YAML = True
-    YAML_IMPORT_ERROR = None
-except ImportError:
-    HAS_YAML = False
-    YAML_IMPORT_ERROR = traceback.format_exc()
-
-from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads, plan_report
-
-
-def _generated_files(plan, title, examples):
-    """Relative path -> bytes of every file this module writes itself."""
-    files = {
-        "plan.json": (json.dumps(plan, indent=2, sort_keys=True) + "\n").encode("utf-8"),
-        "index.html": plan_report.render_html(plan, title=title).encode("utf-8"),
-        "summary.txt": plan_report.summary_table(plan).encode("utf-8"),
-    }
-    if examples:
-        objects = example_workloads.build_examples(plan)
-        for name, documents in example_workloads.example_file_names(objects).items():
-            text = yaml.safe_dump_all(documents, default_flow_style=False, sort_keys=False, explicit_start=True)
-            files["manifests/examples/%s" % name] = text.encode("utf-8")
-    return files
-
-
-def _read_tree(root):
-    """Relative path -> bytes of every regular file under root (empty when root is absent)."""
-    tree = {}
-    if not os.path.isdir(root):
-        return tree
-    for directory, _dirs, names in os.walk(root):
-        for name in names:
-            path = os.path.join(directory, name)
-            with open(path, "rb") as handle:
-                tree[os.path.relpath(path, root)] = handle.read()
-    return tree
-
-
-def _write_tree(root, tree):
-    for relative, content in tree.items():
-        path = os.path.join(root, relative)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as handle:
-            handle.write(content)
-
-
-def _publish(dest, tree):
-    """Replace dest by a directory holding exactly tree, switching over by rename."""
-    parent = os.path.dirname(os.path.abspath(dest)) or "."
-    os.makedirs(parent, exist_ok=True)
-    fresh = tempfile.mkdtemp(prefix=".%s.new-" % os.path.basename(dest), dir=parent)
-    try:
-        _write_tree(fresh, tree)
-        os.chmod(fresh, 0o755)
-        if os.path.exists(dest):
-            retired = tempfile.mkdtemp(prefix=".%s.old-" % os.path.basename(dest), dir=parent)
-            os.rmdir(retired)
-            os.rename(dest, retired)
-            os.rename(fresh, dest)
-            shutil.rmtree(retired)
-        else:
-            os.rename(fresh, dest)
-    finally:
-        if os.path.isdir(fresh):
-            shutil.rmtree(fresh)
-
-
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            plan=dict(type="dict", required=True),
-            dest=dict(type="path", required=True),
-            staging=dict(type="path"),
-            examples=dict(type="bool", default=True),
-            title=dict(type="str", default="GPU sharing plan"),
-        ),
-        supports_check_mode=True,
-    )
-    if not HAS_YAML:
-        module.fail_json(msg=missing_required_lib("PyYAML"), exception=YAML_IMPORT_ERROR)
-
-    dest = module.params["dest"]
-    staging = module.params["staging"]
-    try:
-        generated = _generated_files(module.params["plan"], module.params["title"], module.params["examples"])
-    except ValueError as error:
-        module.fail_json(msg="cannot write the plan report: %s" % error)
-
-    tree = _read_tree(staging) if staging else {}
-    clash = sorted(set(tree) & set(generated))
-    if clash:
-        module.fail_json(msg="files rendered into %s clash with the report's own: %s" % (staging, ", ".join(clash)))
-    tree.update(generated)
-
-    changed = _read_tree(dest) != tree
-    if changed and not module.check_mode:
-        _publish(dest, tree)
-    if staging and not module.check_mode and os.path.isdir(staging):
-        shutil.rmtree(staging)
-
-    module.exit_json(
-        changed=changed,
-        dest=dest,
-        html=os.path.join(dest, "index.html"),
-        files=sorted(tree),
-        summary=generated["summary.txt"].decode("utf-8"),
-    )
-
-
-if __name__ == "__main__":
-    main()

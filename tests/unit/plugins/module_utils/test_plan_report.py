@@ -146,3 +146,13 @@ def test_malformed_plans_name_host_gpu_and_field(plan, mutate, message):
         plan_report.render_html(plan)
     with pytest.raises(ValueError, match=re.escape(message)):
         plan_report.summary_table(plan)
+
+
+def test_summary_for_a_terminal_caps_rows_and_says_how_many_are_left_out(plan):
+    plan["warnings"] = ["warning %d" % n for n in range(5)]
+    text = plan_report.summary_table(plan, max_rows=2)
+    assert len([line for line in text.splitlines() if line.startswith("gpu1 ")]) == 2
+    assert "... and 2 more GPUs (summary.txt and index.html list them all)" in text
+    assert "- warning 1" in text and "- warning 2" not in text
+    assert "... and 3 more warnings" in text
+    assert "more" not in plan_report.summary_table(plan)

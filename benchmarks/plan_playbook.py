@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Time playbooks/plan.yml on a large generated inventory against a no-op play.
+
+Generates an inventory of HOSTS GPU hosts (default 1,000) with 8 GPUs each in mixed
+uses (whole, MIG by needs, MIG by profiles, time-sliced) and 40 teams, as host_vars
+files the way users keep them. Then runs, on that same inventory:
+
+- a no-op play (every host, no fact gathering, no task): what Ansible costs anyway to
+  load the inventory and start;
+- plan.yml, writing plan.json, index.html, summary.txt and the example workloads.
+
+Prints the wall time of each, the ratio and the size of what plan.yml wrote. Usage:
+
+    .venv/bin/python benchmarks/plan_playbook.py [--hosts 1000] [--runs 3] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TEAMS = 40
+
+
+def _host_gpus(number):
+    """Eight GPUs per host; the mix rotates so every use and several models appear."""
+    team = lambda offset: "team-%02d" % ((number + offset) % TEAMS)  # noqa: E731
+    shape = number % 5
+    if shape == 0:
+        return [{"count": 8, "model": "H100-80GB", "team": team(0), "use": "whole"}]
+    if shape == 1:
+        return [
+            {"count": 4, "model": "H100-80GB", "team": team(0), "use": "whole"},
+            {"index": 4, "model": "H100-80GB", "team": team(1), "use": "mig",
+             "mig": {"instances": [{"name": "embed", "memory": "10GiB"}, {"name": "rank", "memory": "20GiB"}]}},
+            {"index": 5, "model": "H100-80GB", "team": team(1), "use": "mig", "mig": {"profiles": {"3g.40gb": 2}}},
+            {"index": 6, "model": "H100-80GB", "team": team(2), "use": "shared", "replicas": 4},
+            {"index": 7, "model": "H100-80GB", "team": team(2), "use": "shared", "replicas": 6},
+        ]
+    if shape == 2:
+        return [{"count": 8, "model": "A100-40GB", "team": team(3), "use": "mig", "mig": {"profiles": {"1g.5gb": 7}}}]
+    if shape == 3:
+        return [
+            {"count": 6, "model": "L40S", "team": team(4), "use": "whole"},
+            {"index": 6, "model": "L40S", "team": team(5), "use": "shared", "replicas": 8},
+            {"index": 7, "model": "L40S", "team": team(5), "use": "shared", "replicas": 8},
+        ]
+    return [{"count": 8, "model": "H200", "team": team(6), "use": "whole"}]
+
+
+def generate_inventory(root, hosts):
+    """Write hosts.yml, group_vars/all/gpushare.yml and one host_vars file per host."""
+    (root / "group_vars" / "all").mkdir(parents=True)
+    (root / "host_vars").mkdir()
+    names = ["gpu%04d" % number for number in range(hosts)]
+    inventory = {"all": {"children": {
+        "control_plane": {"hosts": {"cp%d" % n: {"ansible_host": "192.0.2.%d" % n} for n in (1, 2, 3)}},
+        "workers": {"hosts": {name: {"ansible_host": "10.%d.%d.%d" % (n // 65536, n // 256 % 256, n % 256)}
+                              for n, name in enumerate(names)}},
+    }}}
+    (root / "hosts.yml").write_text(yaml.safe_dump(inventory), encoding="utf-8")
+    teams = [{"name": "team-%02d" % n, "namespaces": ["team-%02d" % n], "group": "group-%02d" % n,
+              "priority": 1000 - n * 10} for n in range(TEAMS)]
+    settings = {"gpushare_kubernetes_distribution": "kubeadm", "gpushare_kubernetes_version": "1.35",
+                "gpushare_gpu_backend": "dra", "gpushare_teams": teams}
+    (root / "group_vars" / "all" / "gpushare.yml").write_text(yaml.safe_dump(settings), encoding="utf-8")
+    for number, name in enumerate(names):
+        (root / "host_vars" / ("%s.yml" % name)).write_text(
+            yaml.safe_dump({"gpushare_gpus": _host_gpus(number)}), encoding="utf-8")
+    return names
+
+
+NOOP_PLAY = """---
+- name: No-op on every host of the inventory
+  hosts: all
+  gather_facts: false
+  tasks: []
+"""
+
+
+def _collections_path(work):
+    link = work / "collections" / "ansible_collections" / "gpushare" / "cluster"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(REPO_ROOT, target_is_directory=True)
+    return work / "collections"
+
+
+def _run(args, env):
+    started = time.monotonic()
+    result = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+    elapsed = time.monotonic() - started
+    if result.returncode != 0:
+        sys.stderr.write(result.stdout[-3000:] + result.stderr[-3000:])
+        raise SystemExit("%s failed with exit code %d" % (" ".join(args[:4]), result.returncode))
+    return elapsed
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=3, help="runs of each playbook; the median is reported")
+    parser.add_argument("--keep", type=Path, help="keep the inventory and plan in this directory")
+    options = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="gpushare-bench-"))
+    try:
+        inventory = work / "inventory"
+        names = generate_inventory(inventory, options.hosts)
+        noop = work / "noop.yml"
+        noop.write_text(NOOP_PLAY, encoding="utf-8")
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(_collections_path(work)), ANSIBLE_NOCOLOR="1")
+        playbook = str(Path(sys.executable).parent / "ansible-playbook")
+        plan_dir = work / "plan"
+
+        noop_times, plan_times = [], []
+        for _run_number in range(options.runs):
+            noop_times.append(_run([playbook, "-i", str(inventory), str(noop)], env))
+            plan_times.append(_run([playbook, "-i", str(inventory), str(REPO_ROOT / "playbooks" / "plan.yml"),
+                                    "-e", "gpushare_plan_dir=%s" % plan_dir], env))
+        noop_time, plan_time = statistics.median(noop_times), statistics.median(plan_times)
+
+        sizes = {name: (plan_dir / name).stat().st_size for name in ("plan.json", "index.html", "summary.txt")}
+        gpus = sum(8 for _ in names)
+        print("inventory: %d GPU hosts (+3 control plane), %d GPUs, %d teams" % (len(names), gpus, TEAMS))
+        print("no-op play : median %.2f s  (runs: %s)" % (noop_time, ", ".join("%.2f" % t for t in noop_times)))
+        print("plan.yml   : median %.2f s  (runs: %s)" % (plan_time, ", ".join("%.2f" % t for t in plan_times)))
+        print("ratio      : %.2fx the no-op play (target <= 3x); plan.yml %s 30 s"
+              % (plan_time / noop_time, "under" if plan_time < 30 else "OVER"))
+        print("written    : " + ", ".join("%s %.1f MiB" % (name, size / 2 ** 20) for name, size in sizes.items()))
+        if options.keep:
+            if options.keep.exists():
+                shutil.rmtree(options.keep)
+            shutil.copytree(work, options.keep, symlinks=True)
+            print("kept in    : %s" % options.keep)
+    finally:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    main()
