@@ -22,7 +22,7 @@ Pure Python, no I/O, runs on Python 3.8+ (hosts import it through gpu_facts).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Tuple
 
 MEDIA_VARIANTS = ("", "+me", "+me.all", "-me", "+gfx")

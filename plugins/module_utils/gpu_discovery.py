@@ -12,7 +12,7 @@ Runs on the managed host: Python 3.8+.
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import canonical_device_id, find

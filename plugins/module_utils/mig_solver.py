@@ -386,8 +386,10 @@ def _solve_profiles(model: GpuModel, profiles: Any) -> List[Tuple[str, int, Opti
             reason = ("%s use %d of %d memory slices and %d of %d compute slices"
                       % (summary, used, model.memory_slices, compute, model.compute_slices))
         else:
-            allowed = "; ".join("%s starts %s size %d" % (n, ",".join(str(s) for s in model.profile(n).starts),
-                                                         model.profile(n).size) for n in sorted(wanted))
+            allowed = "; ".join(
+                "%s starts %s size %d" % (n, ",".join(str(s) for s in model.profile(n).starts), model.profile(n).size)
+                for n in sorted(wanted)
+            )
             reason = "%s cannot be placed together: their allowed placements overlap (%s)" % (summary, allowed)
         raise _Reason("mig.profiles", reason)
     return [(name, start, None) for name, start in slots]

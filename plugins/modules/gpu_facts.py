@@ -19,7 +19,7 @@ description:
   - GPU indices follow nvidia-smi's order (PCI bus order), the order MIG Manager and the
     device plugin use. From lspci, SR-IOV virtual functions and NVSwitch bridges are left out.
 author:
-  - gpushare.cluster maintainers
+  - gpushare.cluster maintainers (@gpushare)
 options:
   nvidia_smi_path:
     description:
@@ -31,10 +31,13 @@ options:
     type: path
 attributes:
   check_mode:
+    description: Can run in check mode and return the same result as a normal run.
     support: full
   diff_mode:
+    description: Returns no diff; nothing is changed.
     support: none
   facts:
+    description: Sets C(ansible_facts.gpushare_gpu_facts).
     support: full
 notes:
   - Runs on the managed host; needs Python 3.8 or newer there.

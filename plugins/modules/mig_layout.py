@@ -24,7 +24,7 @@ description:
   - Fails with one message naming host, GPU index, model, field and reason for every bad
     entry of the node.
 author:
-  - gpushare.cluster maintainers
+  - gpushare.cluster maintainers (@gpushare)
 options:
   gpus:
     description:
@@ -50,8 +50,10 @@ options:
     type: str
 attributes:
   check_mode:
+    description: Can run in check mode and return the same result as a normal run.
     support: full
   diff_mode:
+    description: Returns no diff; nothing is changed.
     support: none
 seealso:
   - module: gpushare.cluster.gpu_facts
