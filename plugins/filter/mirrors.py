@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that point every download at the mirrors of ``gpushare_mirrors``.
+
+Examples (roles pass the inventory settings explicitly):
+  "{{ 'nvcr.io/nvidia/driver:595.91.07-ubuntu24.04' | gpushare.cluster.mirror_image(gpushare_mirrors) }}"
+  "{{ 'nvcr.io/nvidia' | gpushare.cluster.mirror_image_repo(gpushare_mirrors) }}"
+  "{{ 'https://pkgs.k8s.io/core:/stable:/v1.35/deb/' | gpushare.cluster.mirror_url('apt', 'kubernetes', gpushare_mirrors) }}"
+  "{{ gpushare_proxy | gpushare.cluster.mirror_proxy_env(['10.96.0.0/12']) }}"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import mirror_manifest
+from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors
+
+
+def _plain(value):
+    """Plain Python types for the pure code (Ansible tags template results with subclasses)."""
+    if isinstance(value, Mapping):
+        return {_plain(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    for kind in (str, int, float):
+        if isinstance(value, kind):
+            return kind(value)
+    return value
+
+
+def _wrap(function):
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*[_plain(arg) for arg in args], **{key: _plain(item) for key, item in kwargs.items()})
+        except ValueError as error:
+            raise AnsibleFilterError(str(error)) from error
+    wrapper.__name__ = function.__name__
+    wrapper.__doc__ = function.__doc__
+    return wrapper
+
+
+def mirror_url(upstream, manager, name, mirror_settings=None):
+    """Package repository base URL: ``upstream | mirror_url('apt', 'kubernetes', gpushare_mirrors)``."""
+    return mirrors.repository_url(manager, name, upstream, mirror_settings)
+
+
+def mirror_chart(name, version, upstream, mirror_settings=None):
+    """kubernetes.core.helm arguments: ``'kueue' | mirror_chart('0.19.2', 'oci://...', gpushare_mirrors)``."""
+    return mirrors.chart_location(name, version, upstream, mirror_settings)
+
+
+def mirror_validate(mirror_settings, proxy=None):
+    """Normalized ``{"mirrors", "proxy"}``; fails listing every wrong field."""
+    return mirrors.validate(mirror_settings, proxy)
+
+
+def mirror_driver_image(os_tag, driver_version, precompiled=False, kernel=None,
+                        repository="nvcr.io/nvidia/driver", host=None):
+    """``'ubuntu24.04' | mirror_driver_image('595.91.07')`` -> the driver image reference."""
+    return mirrors.driver_image(driver_version, os_tag, precompiled, kernel, repository, host)["image"]
+
+
+def mirror_upstream_hosts(text, hosts=None):
+    """Upstream hosts named in a text, as ``[{line, host, text}]`` (empty when clean)."""
+    return [{"line": line, "host": host, "text": found}
+            for line, host, found in mirrors.upstream_hosts_in(text, hosts)]
+
+
+class FilterModule:
+    """gpushare.cluster mirror filters."""
+
+    def filters(self):
+        return {
+            "mirror_image": _wrap(mirrors.mirror_image),
+            "mirror_image_repo": _wrap(mirrors.mirror_repository),
+            "mirror_url": _wrap(mirror_url),
+            "mirror_chart": _wrap(mirror_chart),
+            "mirror_file_url": _wrap(mirrors.file_url),
+            "mirror_snap": _wrap(mirrors.snap_settings),
+            "mirror_proxy_env": _wrap(mirrors.proxy_env),
+            "mirror_hosts_toml": _wrap(mirrors.containerd_hosts_toml),
+            "mirror_validate": _wrap(mirror_validate),
+            "mirror_driver_os_tag": _wrap(mirrors.driver_os_tag),
+            "mirror_driver_image": _wrap(mirror_driver_image),
+            "mirror_upstream_hosts": _wrap(mirror_upstream_hosts),
+            "mirror_manifest": _wrap(mirror_manifest.build_manifest),
+            "mirror_images_in": _wrap(mirror_manifest.images_in),
+            "mirror_uncovered_images": _wrap(mirror_manifest.uncovered_images),
+            "mirror_sync_plan": _wrap(mirror_manifest.sync_plan),
+        }

@@ -1,0 +1,84 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The mirror filters: wrapping, error conversion, and use by FQCN in a real template."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpushare.cluster.plugins.filter.mirrors import FilterModule
+
+FILTERS = FilterModule().filters()
+MIRRORS = {"registry": "registry.internal:5000", "apt": {"kubernetes": "http://mirror.internal/k8s"},
+           "helm": {"dir": "/srv/charts"}, "files": "http://mirror.internal/files"}
+
+
+def test_filters_rewrite_locations():
+    assert FILTERS["mirror_image"]("nvcr.io/nvidia/driver:595.91.07-ubuntu24.04", MIRRORS) == \
+        "registry.internal:5000/nvidia/driver:595.91.07-ubuntu24.04"
+    assert FILTERS["mirror_image_repo"]("nvcr.io/nvidia", MIRRORS) == "registry.internal:5000/nvidia"
+    assert FILTERS["mirror_url"]("https://pkgs.k8s.io/core:/stable:/v1.35/deb/", "apt", "kubernetes", MIRRORS) == \
+        "http://mirror.internal/k8s"
+    assert FILTERS["mirror_chart"]("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts", MIRRORS)["chart_ref"] == \
+        "/srv/charts/kueue-0.19.2.tgz"
+    assert FILTERS["mirror_file_url"]("https://get.helm.sh/helm-v3.19.0-linux-amd64.tar.gz", MIRRORS) == \
+        "http://mirror.internal/files/helm-v3.19.0-linux-amd64.tar.gz"
+    assert FILTERS["mirror_proxy_env"]({"https": "http://p:3128"}, ["10.0.0.0/8"])["NO_PROXY"] == "10.0.0.0/8"
+    assert FILTERS["mirror_driver_image"]("rocky9", "595.91.07") == "nvcr.io/nvidia/driver:595.91.07-rocky9"
+    assert FILTERS["mirror_upstream_hosts"]("a: quay.io/x\nb: r.internal/x") == \
+        [{"line": 1, "host": "quay.io", "text": "a: quay.io/x"}]
+
+
+def test_manifest_filter_returns_plain_data():
+    manifest = FILTERS["mirror_manifest"]({"driver_os": ["ubuntu24.04"], "mirrors": MIRRORS})
+    json.dumps(manifest)
+    assert manifest["charts"][0]["mirror"].startswith("/srv/charts/")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: FILTERS["mirror_image"]("nvcr.io//x", MIRRORS),
+    lambda: FILTERS["mirror_validate"]({"registry": "https://r"}, {"http": "p:3128"}),
+    lambda: FILTERS["mirror_driver_os_tag"]("Debian", "12", "gpu1"),
+    lambda: FILTERS["mirror_manifest"]({"distribution": "k3s", "driver_os": ["ubuntu24.04"]}),
+    lambda: FILTERS["mirror_sync_plan"]({"images": []}, "docker"),
+])
+def test_errors_become_filter_errors(call):
+    with pytest.raises(AnsibleFilterError):
+        call()
+
+
+def test_validate_error_lists_every_field():
+    with pytest.raises(AnsibleFilterError) as err:
+        FILTERS["mirror_validate"]({"registry": "https://r", "files": "x"}, {"http": "p:3128"})
+    assert all(f in str(err.value) for f in ("gpushare_mirrors.registry", "gpushare_mirrors.files",
+                                             "gpushare_proxy.http"))
+
+
+def test_fqcn_in_a_playbook(tmp_path: Path):
+    """The filters resolve by their FQCN and accept Ansible's tagged template values."""
+    collections_root = Path(sys.modules["ansible_collections.gpushare.cluster.plugins.filter.mirrors"].__file__)
+    collections_root = collections_root.parents[5]
+    playbook = tmp_path / "play.yml"
+    playbook.write_text(
+        "- hosts: localhost\n"
+        "  gather_facts: false\n"
+        "  vars:\n"
+        "    gpushare_mirrors: {registry: \"{{ 'registry.internal' }}:5000\"}\n"
+        "  tasks:\n"
+        "    - ansible.builtin.debug:\n"
+        "        msg: \"{{ 'quay.io/prometheus/prometheus:v3' | gpushare.cluster.mirror_image(gpushare_mirrors) }}\"\n",
+        encoding="utf-8")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections_root), ANSIBLE_STDOUT_CALLBACK="json",
+               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
+    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(playbook)],
+                            capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    output = json.loads(result.stdout)
+    msg = output["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"]
+    assert msg == "registry.internal:5000/prometheus/prometheus:v3"
