@@ -14,6 +14,11 @@ The worked day of the example inventory, every day for two weeks (UTC hours):
 - training: a fine-tune for two GPUs arrives at 13:00, waits in its queue while only
   GPU 3 is free, runs 19:00-05:10 on GPU 3 plus GPU 2 borrowed from data.
 ``teams_scale`` repeats that server for more teams (benchmark).
+
+Kueue counts GPU 2 here as one unit of data's quota, so that data can lend it at night
+as the worked day tells. (With the ``dra`` backend the plan keeps a shared GPU out of
+Kueue, a standalone claim Kueue cannot count: then data has no GPU quota, nothing is lent,
+and the report shows data's nominal quota as missing.)
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import yaml
 
 STEP = 300
+# Kueue resource names as the plan's deviceClassMappings name them for this model.
+WHOLE = "gpushare.io/rtx-pro-6000"
+MIG = "gpushare.io/rtx-pro-6000-mig-1g.24gb"
 DAY = 86400
 GIB = 1024
 GPU_MIB = 97887  # RTX PRO 6000 Server Edition framebuffer as DCGM reports it
@@ -148,12 +156,11 @@ def generate(start: int, end: int, teams_scale: int = 1) -> Series:
                 _dcgm(series, stamp, host, 3, uuids[3], 0.0, 0.0, GPU_MIB, None, None)
             # Kueue: usage and quota per ClusterQueue, pending workloads.
             usage = {
-                prod: {"nvidia.com/gpu": 1, "nvidia.com/mig-1g.24gb": 3},
-                data: {"nvidia.com/gpu": 1 if notebooks else 0},
-                train: {"nvidia.com/gpu": 2 if finetune else 0},
+                prod: {WHOLE: 1, MIG: 3},
+                data: {WHOLE: 1 if notebooks else 0},
+                train: {WHOLE: 2 if finetune else 0},
             }
-            nominal = {prod: {"nvidia.com/gpu": 1, "nvidia.com/mig-1g.24gb": 4},
-                       data: {"nvidia.com/gpu": 1}, train: {"nvidia.com/gpu": 1}}
+            nominal = {prod: {WHOLE: 1, MIG: 4}, data: {WHOLE: 1}, train: {WHOLE: 1}}
             for queue, resources in nominal.items():
                 for resource, quota in resources.items():
                     labels = {"cohort": "gpushare", "cluster_queue": queue, "flavor": "rtx-pro-6000",
