@@ -118,7 +118,7 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
         model = whole_models[resource]
         name = whole_class_name(model)
         expression = whole_gpu_expression(model)
-        pinned = sorted(g["uuid"] for _, g in shared if g["model"] == model and g.get("uuid"))
+        pinned = sorted(g["uuid"] for _host, g in shared if g["model"] == model and g.get("uuid"))
         if pinned:
             # Shared GPUs known by uuid stay out of the whole-GPU class, so a whole-GPU claim
             # never lands on a GPU the inventory gave to time-sharing.
@@ -172,7 +172,7 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
 
     for team in teams:
         # Every team may ask for every counted kind: Kueue decides whether it is quota or borrowing.
-        plan.template_classes[team.name] = [class_name for _, class_name, _ in templates]
+        plan.template_classes[team.name] = [template[1] for template in templates]
         for namespace in team.namespaces:
             for template_name, class_name, selectors in templates:
                 plan.objects.append({

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping
 
-import yaml
+try:
+    import yaml
+except ImportError:  # ansible-core brings PyYAML; _dumper() says so if it is missing
+    yaml = None
 
 # (kind, layer) in apply order.
 KIND_ORDER = (
@@ -31,15 +34,20 @@ KIND_ORDER = (
     ("ValidatingAdmissionPolicyBinding", "tenancy"),
 )
 LAYER_ORDER = ("tenancy", "dra", "kueue")
-_KIND_RANK = {kind: rank for rank, (kind, _) in enumerate(KIND_ORDER)}
+_KIND_RANK = {pair[0]: rank for rank, pair in enumerate(KIND_ORDER)}
 _KIND_LAYER = dict(KIND_ORDER)
 
 
-class _Dumper(yaml.SafeDumper):
-    """Block style lists indented under their key, as yamllint and kubectl users expect."""
+def _dumper():
+    """A SafeDumper indenting block lists under their key, as yamllint and kubectl users expect."""
+    if yaml is None:
+        raise ValueError("writing manifests needs the PyYAML Python package")
 
-    def increase_indent(self, flow=False, indentless=False):
-        return super().increase_indent(flow, False)
+    class IndentedDumper(yaml.SafeDumper):
+        def increase_indent(self, flow=False, indentless=False):
+            return super().increase_indent(flow, False)
+
+    return IndentedDumper
 
 
 def _kebab(kind: str) -> str:
@@ -53,7 +61,7 @@ def _kebab(kind: str) -> str:
 
 def dump_documents(objects: Iterable[Mapping[str, Any]]) -> str:
     """Objects as one multi-document YAML text (keys in the order given)."""
-    return yaml.dump_all([dict(o) for o in objects], Dumper=_Dumper, sort_keys=False,
+    return yaml.dump_all([dict(o) for o in objects], Dumper=_dumper(), sort_keys=False,
                          explicit_start=True, default_flow_style=False, width=120)
 
 

@@ -111,7 +111,7 @@ def build_plan(teams: Any, nodes: Mapping[str, Any], gpu_facts: Optional[Mapping
             "queue": team.name,
         }
         if dra is not None:
-            entry["shared_claims"] = ["%s/%s" % (ns, name) for ns, name, _ in dra.shared_claims.get(team.name, [])]
+            entry["shared_claims"] = ["%s/%s" % claim[:2] for claim in dra.shared_claims.get(team.name, [])]
         team_plan[team.name] = entry
     nodes_plan = {
         host: {"gpus": node.gpus, "mig_config": node.mig_config,

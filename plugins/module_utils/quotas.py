@@ -44,8 +44,10 @@ class QuotaPlan:
     warnings: List[str] = field(default_factory=list)
 
 
-def collect_units(nodes: Mapping[str, sharing.NodePlan]) -> Tuple[Dict[FlavorResource, Dict[str, int]],
-                                                                   Dict[str, Tuple[str, str]]]:
+UnitMap = Dict[FlavorResource, Dict[str, int]]
+
+
+def collect_units(nodes: Mapping[str, sharing.NodePlan]) -> Tuple[UnitMap, Dict[str, Tuple[str, str]]]:
     """Units owned per (flavor, resource) and team, from the per-node sharing plan."""
     units: Dict[FlavorResource, Dict[str, int]] = {}
     flavors: Dict[str, Tuple[str, str]] = {}
@@ -115,7 +117,7 @@ def build_quotas(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan], b
     plan.units, plan.flavors = collect_units(nodes)
     pairs = sorted(plan.units)
     groups = resource_groups(pairs)
-    gpu_resources = sorted({resource for _, resource in pairs})
+    gpu_resources = sorted({pair[1] for pair in pairs})
     top_priority = max((team.priority for team in teams), default=0)
 
     for flavor in sorted(plan.flavors):
@@ -169,7 +171,7 @@ def build_quotas(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan], b
         cpu_resources = [(name, value) for name, value in (("cpu", team.cpu), ("memory", team.memory)) if value]
         if cpu_resources:
             groups_spec.append({
-                "coveredResources": [name for name, _ in cpu_resources],
+                "coveredResources": [pair[0] for pair in cpu_resources],
                 "flavors": [{"name": CPU_FLAVOR, "resources": [
                     {"name": name, "nominalQuota": value} for name, value in cpu_resources]}],
             })

@@ -19,7 +19,7 @@ description:
   - Every problem in the inventory is reported at once (and nothing else is returned), each
     naming the host, GPU index and field.
 author:
-  - gpushare.cluster maintainers
+  - gpushare.cluster maintainers (@gpushare)
 options:
   teams:
     description:
@@ -66,8 +66,10 @@ options:
     default: []
 attributes:
   check_mode:
+    description: Can run in check mode and return the same result.
     support: full
   diff_mode:
+    description: Nothing is changed, so there is nothing to diff.
     support: none
 """
 

@@ -24,7 +24,7 @@ description:
   - Pure computation with no host access; it never changes anything and supports check mode.
   - Every problem in the input is reported at once, each naming the host, GPU index and field.
 author:
-  - gpushare.cluster maintainers
+  - gpushare.cluster maintainers (@gpushare)
 options:
   teams:
     description:
@@ -63,8 +63,10 @@ options:
     default: []
 attributes:
   check_mode:
+    description: Can run in check mode and return the same result.
     support: full
   diff_mode:
+    description: Nothing is changed, so there is nothing to diff.
     support: none
 """
 
