@@ -508,7 +508,11 @@ def plan_node_layout(gpus: Sequence[Dict[str, Any]], config_name: str, host: Opt
                 errors.append(_where(host, index, model.key, "mig") + ": use: mig needs mig.instances or mig.profiles")
                 continue
             try:
-                request = json.dumps(mig, sort_keys=True, default=str)
+                try:
+                    request = json.dumps(mig, sort_keys=True, default=str)
+                except (TypeError, ValueError) as error:
+                    raise _Reason("mig", "must be plain data (mappings with string keys, lists, numbers, "
+                                         "strings): %s" % error)
                 slots, notes = _solve_cached(model.key, request)
             except _Reason as reason:
                 errors.append(_where(host, index, model.key, reason.field) + ": " + reason.reason)

@@ -261,6 +261,7 @@ def test_unconfirmed_geometry_warns():
          "mig.instances[0].compute", "needs 9 compute slices"),
         ({"model": "H100-80GB", "use": "sliced"}, "use", "must be one of whole, mig, shared"),
         ({"model": "H100-80GB", "use": "whole", "mig": {"profiles": {"7g.80gb": 1}}}, "mig", "only applies to use: mig"),
+        ({"model": "H100-80GB", "use": "mig", "mig": {"profiles": {1: 1, "1g.10gb": 1}}}, "mig", "must be plain data"),
     ],
 )
 def test_bad_input_names_gpu_and_field(entry, field, message):
@@ -331,12 +332,15 @@ def _brute_force(model, needs, candidates):
     return best
 
 
-def _candidates(model, need_mib, compute):
-    return sorted((p for p in model.profiles if p.media == "" and p.memory_mib >= need_mib and p.compute_slices >= compute),
+def _candidates(model, need_mib, compute, media=""):
+    return sorted((p for p in model.profiles
+                   if p.media == media and p.memory_mib >= need_mib and p.compute_slices >= compute),
                   key=lambda p: (p.memory_mib, p.compute_slices, p.size, p.name))
 
 
-need_strategy = st.tuples(st.integers(min_value=1, max_value=60), st.integers(min_value=1, max_value=4))
+# Media variants matter: on real geometry only their max count of 1 ever forces a larger profile.
+need_strategy = st.tuples(st.integers(min_value=1, max_value=60), st.integers(min_value=1, max_value=4),
+                          st.sampled_from(["", "", "", "+me", "+me.all"]))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -344,13 +348,14 @@ need_strategy = st.tuples(st.integers(min_value=1, max_value=60), st.integers(mi
 def test_planner_finds_a_layout_whenever_brute_force_does(key, raw_needs, fill):
     model = MODELS[key]
     largest = max(p.memory_mib for p in model.profiles)
-    needs = [(min(gib * 1024 // 2, largest), min(compute, model.compute_slices)) for gib, compute in raw_needs]
-    candidates = [_candidates(model, mib, compute) for mib, compute in needs]
+    needs = [(min(gib * 1024 // 2, largest), min(compute, model.compute_slices), media)
+             for gib, compute, media in raw_needs]
+    candidates = [_candidates(model, mib, compute, media) for mib, compute, media in needs]
     if any(not c for c in candidates):
         return
     expected = _brute_force(model, needs, candidates)
-    request = {"fill": fill, "instances": [{"name": "n%d" % i, "memory": mib, "compute": c}
-                                           for i, (mib, c) in enumerate(needs)]}
+    request = {"fill": fill, "instances": [{"name": "n%d" % i, "memory": mib, "compute": c, "media": media}
+                                           for i, (mib, c, media) in enumerate(needs)]}
     if expected is None:
         with pytest.raises(MigLayoutError):
             _plan_one(key, request)
@@ -360,7 +365,7 @@ def test_planner_finds_a_layout_whenever_brute_force_does(key, raw_needs, fill):
     assert layout_problems(model, slots) == []
     named = {i["name"]: i for i in result["gpus"][0]["instances"] if i["name"]}
     upgrades = 0
-    for i, (mib, compute) in enumerate(needs):
+    for i, (mib, compute, _media) in enumerate(needs):
         instance = named["n%d" % i]
         assert instance["memory_mib"] >= mib
         profile = model.profile(instance["profile"])
