@@ -85,7 +85,7 @@ IMAGE_TABLE: Tuple[ImageRow, ...] = (
 UNRESOLVED_TABLE: Tuple[Tuple[str, str, str, str], ...] = (
     ("kube-prometheus-stack", "quay.io/prometheus/node-exporter", "monitoring",
      "prometheus-node-exporter sub-chart 4.56.1 appVersion; run `helm template` on the pulled chart "
-     "(mirror.yml does when helm is installed) or pin it with gpushare_mirror_extra_images"),
+     "and pin the tag with extra_images (gpushare_mirror_extra_images)"),
     ("kube-prometheus-stack", "docker.io/grafana/grafana", "monitoring",
      "grafana sub-chart 12.11.1 appVersion; resolve with `helm template` on the pulled chart"),
     ("kube-prometheus-stack", "quay.io/kiwigrid/k8s-sidecar", "monitoring",
