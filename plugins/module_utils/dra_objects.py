@@ -142,6 +142,8 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
     shared_classes: Dict[str, str] = {}
     for host, gpu in shared:
         team = team_by_name[gpu["team"]]
+        if not team.namespaces:  # already reported by the inventory checks
+            continue
         class_name = shared_class_name(gpu["model"], team.name)
         if class_name not in shared_classes:
             shared_classes[class_name] = gpu["model"]

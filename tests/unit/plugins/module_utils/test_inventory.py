@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import (
     normalise_inventory,
@@ -125,3 +127,30 @@ def test_bad_inventory_yields_one_report_with_every_error():
         assert any(error.startswith(message) for error in errors), (message, errors)
     assert len(errors) == len(expected), errors
     assert str(caught.value).startswith("the plan cannot be made, 7 problem(s):")
+
+
+JUNK = st.one_of(st.none(), st.booleans(), st.integers(-3, 9), st.text(max_size=6), st.lists(st.integers(0, 3), max_size=2),
+                 st.dictionaries(st.sampled_from(["1g.10gb", "x"]), st.integers(-1, 3), max_size=2))
+
+
+@st.composite
+def messy_inventories(draw):
+    team_keys = st.sampled_from(["name", "namespaces", "priority", "group", "borrow", "lend", "cpu", "memory", "x"])
+    teams = draw(st.lists(st.dictionaries(team_keys, st.one_of(JUNK, st.sampled_from(["a", "b", ["ns"], ["ns", "a"]]))),
+                          max_size=3))
+    gpu_keys = st.sampled_from(["index", "count", "model", "team", "use", "replicas", "mig", "uuid"])
+    gpu_values = st.one_of(JUNK, st.sampled_from(["a", "b", "whole", "mig", "shared", "L4", "A100-40GB",
+                                                  {"profiles": {"1g.5gb": 2}}]))
+    nodes = draw(st.dictionaries(st.sampled_from(["n1", "n2"]),
+                                 st.lists(st.dictionaries(gpu_keys, gpu_values), max_size=4), max_size=2))
+    return teams, nodes
+
+
+@settings(max_examples=60, deadline=None)
+@given(messy_inventories(), st.sampled_from(["dra", "device_plugin"]))
+def test_any_input_gives_a_plan_or_one_plan_error_never_a_crash(inventory, backend):
+    teams, nodes = inventory
+    try:
+        build_plan(teams, nodes, backend=backend)
+    except PlanError as exc:
+        assert exc.errors and all(isinstance(e, str) and e for e in exc.errors)
