@@ -41,6 +41,7 @@ ARGUMENT_SPEC = dict(
     examples=dict(type="bool", default=True),
     title=dict(type="str", default="GPU sharing plan"),
     return_plan=dict(type="bool", default=False),
+    write=dict(type="bool", default=True),
     summary_rows=dict(type="int", default=64),
 )
 # Warnings shown as Ansible warnings; a large fleet can have thousands (all are in the files).
@@ -137,6 +138,10 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("PyYAML is needed on the controller to write the example workloads")
 
         plan = _plain(args["plan"]) if args["plan"] is not None else self._inventory_plan(args, task_vars)
+        if not args["write"]:
+            # Plan only: validate the inventory and hand the plan to later tasks.
+            result.update(changed=False, ansible_facts={"gpushare_plan": plan})
+            return result
         try:
             generated = generated_files(plan, args["title"], args["examples"])
         except ValueError as error:
