@@ -346,6 +346,21 @@ need_strategy = st.tuples(st.integers(min_value=1, max_value=60), st.integers(mi
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(SMALL_MODELS), st.lists(need_strategy, min_size=1, max_size=4), st.booleans())
 def test_planner_finds_a_layout_whenever_brute_force_does(key, raw_needs, fill):
+    _check_against_brute_force(key, raw_needs, fill)
+
+
+# Where larger choices are really needed: several needs for the one-per-GPU media variants.
+media_need_strategy = st.tuples(st.integers(min_value=1, max_value=60), st.integers(min_value=1, max_value=2),
+                                st.sampled_from(["+me.all", "+me.all", "+me", "-me", ""]))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(media_need_strategy, min_size=2, max_size=4), st.booleans())
+def test_upgrades_agree_with_brute_force_on_media_variants(raw_needs, fill):
+    _check_against_brute_force("RTX-PRO-6000", raw_needs, fill)
+
+
+def _check_against_brute_force(key, raw_needs, fill):
     model = MODELS[key]
     largest = max(p.memory_mib for p in model.profiles)
     needs = [(min(gib * 1024 // 2, largest), min(compute, model.compute_slices), media)
