@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import sharing
+from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog, sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import Team
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
@@ -96,10 +96,14 @@ def _limit_for(limit: Any, resource: str) -> Optional[int]:
 
 def _flavor_object(name: str, model: str, kind: str, backend: str,
                    tolerations: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
-    if backend == "device_plugin" and kind == "whole":
+    # GPU Feature Discovery's product label pins whole and time-sliced GPUs under
+    # device_plugin (it appends -SHARED on time-sliced nodes), but only when the model has
+    # one product name (A100-40GB, for one, is sold as SXM4 and PCIe). Otherwise, and for
+    # MIG and dra, the planner's own model label, which the plan sets on every GPU node.
+    single_product = len(gpu_catalog.lookup(model).product_names) == 1
+    if backend == "device_plugin" and kind == "whole" and single_product:
         node_labels = {"nvidia.com/gpu.product": sharing.gfd_product(model)}
-    elif backend == "device_plugin" and kind == "shared":
-        # GFD appends -SHARED to the product label of time-sliced nodes.
+    elif backend == "device_plugin" and kind == "shared" and single_product:
         node_labels = {"nvidia.com/gpu.product": sharing.gfd_product(model) + "-SHARED"}
     else:
         node_labels = {sharing.model_label(model): "true"}

@@ -103,6 +103,8 @@ def test_kueue_objects_validate_against_the_v0_19_2_crds(fixture, backend, refer
     plan = build_plan(data["gpushare_teams"], data["nodes"], backend=backend,
                       tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
     kueue_objects = [o for o in plan["objects"] if o["apiVersion"].startswith("kueue.x-k8s.io/")]
+    gpu_flavors = [o for o in kueue_objects if o["kind"] == "ResourceFlavor" and o["metadata"]["name"] != "gpushare-cpu"]
+    assert gpu_flavors and all(f["spec"]["tolerations"][0]["key"] == "nvidia.com/gpu" for f in gpu_flavors)
     assert Counter(o["kind"] for o in kueue_objects)["ClusterQueue"] == len(data["gpushare_teams"])
     for obj in kueue_objects:
         validate_kueue(reference_dir, obj)
@@ -149,8 +151,14 @@ def test_fleet_limits_cpu_memory_and_configuration():
     assert not any("cpu" in g["coveredResources"] for g in cqs["research"]["spec"]["resourceGroups"])
     assert plan["kueue_configuration"]["resources"]["quotaCheckStrategy"] == "IgnoreUndeclared"
     flavors = {f["metadata"]["name"]: f["spec"] for f in kinds(plan, "ResourceFlavor")}
-    assert flavors["h100-80gb-whole"]["nodeLabels"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    # H100-80GB has several product names (SXM, PCIe, H800): the planner's label, not GFD's.
+    assert flavors["h100-80gb-whole"]["nodeLabels"] == {"gpushare.io/gpu.h100-80gb": "true"}
     assert flavors["l40s-shared"]["nodeLabels"] == {"nvidia.com/gpu.product": "NVIDIA-L40S-SHARED"}
+    example = yaml.safe_load((FIXTURES / "four_gpu_example.yml").read_text())
+    example_plan = build_plan(example["gpushare_teams"], example["nodes"], backend="device_plugin")
+    example_flavors = {f["metadata"]["name"]: f["spec"] for f in kinds(example_plan, "ResourceFlavor")}
+    assert example_flavors["rtx-pro-6000-whole"]["nodeLabels"] == {
+        "nvidia.com/gpu.product": "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition"}
     assert flavors["h100-80gb-mig"]["nodeLabels"] == {"gpushare.io/gpu.h100-80gb": "true"}
     assert all(plan["nodes"][h]["labels"].get("gpushare.io/gpu.h100-80gb") == "true" for h in ("hgx1", "hgx2"))
 
