@@ -178,3 +178,21 @@ def test_discover_without_tools_is_not_an_error():
     facts, warnings = discover(FakeRunner({}), None, None)
     assert facts == {"source": "none", "driver_version": None, "cuda_version": None, "gpus": []}
     assert warnings == []
+
+
+@pytest.mark.parametrize("path", [
+    "plugins/modules/gpu_facts.py",
+    "plugins/module_utils/gpu_discovery.py",
+    "plugins/module_utils/gpu_catalog.py",
+    "plugins/module_utils/quantities.py",
+])
+def test_host_side_code_is_python_38_syntax(repo_root, path):
+    """gpu_facts runs on managed hosts, some of which still have Python 3.8."""
+    import ast
+
+    source = (repo_root / path).read_text(encoding="utf-8")
+    tree = ast.parse(source, feature_version=(3, 8))
+    assert "from __future__ import annotations" in source  # annotations stay unevaluated strings
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("removeprefix", "removesuffix"):
+            pytest.fail("%s uses str.%s (Python 3.9+)" % (path, node.func.attr))
