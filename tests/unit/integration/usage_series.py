@@ -5,7 +5,7 @@ The series use the metric and label names of the pinned exporters: dcgm-exporter
 4.6.0-4.8.3 as shipped by the GPU Operator (``DCGM_FI_*``, ``hostname``, ``gpu``, ``UUID``,
 ``GPU_I_PROFILE``/``GPU_I_ID`` for MIG, pod attribution renamed to ``exported_namespace``/
 ``exported_pod`` by Prometheus), kube-state-metrics ``kube_namespace_labels`` with
-``label_team``, and Kueue 0.19 ``kueue_*`` with ``cluster_queue``/``resource`` labels.
+the plan's team label (``label_gpushare_io_team``), and Kueue 0.19 ``kueue_*`` with ``cluster_queue``/``resource`` labels.
 
 The worked day of the example inventory, every day for two weeks (UTC hours):
 - production: vLLM on GPU 0 around the clock, busy 08:00-20:00 (lighter at weekends);
@@ -37,7 +37,12 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 import yaml
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.quotas import TEAM_LABEL
+
 STEP = 300
+# The plan labels each team namespace with the team; kube-state-metrics (with the label in
+# its metricLabelsAllowlist) exports it sanitised as label_<name>.
+NAMESPACE_TEAM_LABEL = "label_" + re.sub(r"[^A-Za-z0-9_]", "_", TEAM_LABEL)
 # Kueue resource names as the plan's deviceClassMappings name them for this model.
 WHOLE = "gpushare.io/rtx-pro-6000"
 MIG = "gpushare.io/rtx-pro-6000-mig-1g.24gb"
@@ -125,7 +130,7 @@ def generate(start: int, end: int, teams_scale: int = 1) -> Series:
             hour, weekend = _hour(stamp), _weekday(stamp) >= 5
             day_start = stamp - stamp % DAY
             for team in (prod, data, train):
-                series.add("kube_namespace_labels", "gauge", {"namespace": team, "label_team": team,
+                series.add("kube_namespace_labels", "gauge", {"namespace": team, NAMESPACE_TEAM_LABEL: team,
                                                               "job": "kube-state-metrics"}, stamp, 1)
             # GPU 0: production vLLM, always allocated, busy by day.
             day = 8 <= hour < 20
