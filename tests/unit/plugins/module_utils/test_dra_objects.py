@@ -34,7 +34,7 @@ def selector(obj):
 def test_example_dra_objects_and_kueue_mappings():
     plan = example_plan()
     classes = by_kind(plan, "DeviceClass")
-    assert sorted(name for _, name in classes) == [
+    assert sorted(key[1] for key in classes) == [
         "1g.24gb.rtx-pro-6000.gpushare.io", "data.rtx-pro-6000.shared.gpushare.io", "rtx-pro-6000.gpushare.io"]
     assert plan["kueue_configuration"]["resources"]["deviceClassMappings"] == [
         {"name": "gpushare.io/rtx-pro-6000", "deviceClassNames": ["rtx-pro-6000.gpushare.io"]},
@@ -68,7 +68,7 @@ def test_shared_claim_is_pinned_by_uuid_when_facts_know_it():
 
 
 def test_device_class_selectors_on_sample_devices():
-    classes = {name: o for (_, name), o in by_kind(example_plan(), "DeviceClass").items()}
+    classes = {key[1]: o for key, o in by_kind(example_plan(), "DeviceClass").items()}
     whole = selector(classes["rtx-pro-6000.gpushare.io"])
     mig = selector(classes["1g.24gb.rtx-pro-6000.gpushare.io"])
     assert device_matches(whole, device(RTX, memory="97887Mi"))

@@ -47,16 +47,16 @@ def test_model_and_uuid_come_from_gpu_facts_when_left_out():
 
 def test_inventory_model_contradicting_the_facts_is_reported():
     facts = {"n1": {"gpus": [{"index": 0, "name": "NVIDIA L4", "model": "L4"}]}}
-    _, errors = normalise_inventory(TEAMS, {"n1": [{"index": 0, "model": "A100-80GB", "team": "a", "use": "whole"}]},
-                                    facts)
+    errors = normalise_inventory(TEAMS, {"n1": [{"index": 0, "model": "A100-80GB", "team": "a", "use": "whole"}]},
+                                    facts)[1]
     assert errors == ["host n1, GPU 0, field model: the inventory says A100-80GB but the host reports L4 (NVIDIA L4)"]
 
 
 def test_missing_model_without_facts_and_index_absent_from_facts():
-    _, errors = normalise_inventory(TEAMS, {"n1": [{"index": 0, "team": "a", "use": "whole"}]})
+    errors = normalise_inventory(TEAMS, {"n1": [{"index": 0, "team": "a", "use": "whole"}]})[1]
     assert errors == ["host n1, GPU 0, field model: not set and no gpu_facts for this host to discover it"]
     facts = {"n1": {"gpus": [{"index": 0, "name": "NVIDIA L4"}]}}
-    _, errors = normalise_inventory(TEAMS, {"n1": [{"index": 5, "model": "L4", "team": "a", "use": "whole"}]}, facts)
+    errors = normalise_inventory(TEAMS, {"n1": [{"index": 5, "model": "L4", "team": "a", "use": "whole"}]}, facts)[1]
     assert errors == ["host n1, GPU 5, field index: the host reports no GPU with this index (found: 0)"]
 
 
@@ -78,7 +78,7 @@ def test_missing_model_without_facts_and_index_absent_from_facts():
     ({"index": 0, "model": "NoSuchGPU", "team": "a", "use": "whole"}, "host n1, GPU 0, field model: unknown GPU model"),
 ])
 def test_each_gpu_mistake_names_host_index_and_field(entry, message):
-    _, errors = normalise_inventory(TEAMS, {"n1": [entry]})
+    errors = normalise_inventory(TEAMS, {"n1": [entry]})[1]
     assert len(errors) == 1 and errors[0].startswith(message), errors
 
 
@@ -96,7 +96,7 @@ def test_each_gpu_mistake_names_host_index_and_field(entry, message):
      "team a, field cpu: 'lots' is not a Kubernetes quantity"),
 ])
 def test_each_team_mistake_is_reported(teams, message):
-    _, errors = normalise_inventory(teams, {})
+    errors = normalise_inventory(teams, {})[1]
     assert len(errors) == 1 and errors[0].startswith(message), errors
 
 
