@@ -364,14 +364,28 @@ def containerd_hosts_toml(upstream_registry: str, mirrors: Optional[Mapping[str,
 # --- packages, charts, snaps, files ---------------------------------------------------
 
 def repository_url(manager: str, name: str, upstream: str, mirrors: Optional[Mapping[str, Any]]) -> str:
-    """Base URL of an OS package repository (``manager`` apt|dnf, ``name`` e.g. kubernetes)."""
+    """URL of an OS package repository (``manager`` apt|dnf, ``name`` e.g. kubernetes).
+
+    The mirror replaces the upstream's ``scheme://host`` and keeps its path, the rule
+    images follow too and the layout a pull-through cache or an rsync/reposync copy of
+    the upstream tree has: with ``apt.kubernetes: http://mirror.internal/k8s``,
+    ``https://pkgs.k8s.io/core:/stable:/v1.35/deb/`` becomes
+    ``http://mirror.internal/k8s/core:/stable:/v1.35/deb/``. One setting thus serves
+    every Kubernetes minor (upgrades) and both NVIDIA hosts (container toolkit and CUDA).
+    """
     if manager not in ("apt", "dnf"):
         raise MirrorError(f"package manager: {manager!r} is not apt or dnf")
     known = APT_KEYS if manager == "apt" else DNF_KEYS
     if name not in known:
         raise MirrorError(f"gpushare_mirrors.{manager}.{name}: unknown repository (known: {', '.join(known)})")
     mirror = (normalize_mirrors(mirrors).get(manager) or {}).get(name)
-    return mirror or upstream
+    if not mirror:
+        return upstream
+    parts = urlsplit(upstream)
+    if not parts.scheme or not parts.netloc:
+        raise MirrorError(f"{manager} repository {name}: upstream {upstream!r} is not an absolute URL")
+    rest = upstream[len(f"{parts.scheme}://{parts.netloc}"):]
+    return f"{mirror}{rest}"
 
 
 def chart_location(name: str, version: str, upstream: str, mirrors: Optional[Mapping[str, Any]]) -> Dict[str, Any]:

@@ -77,6 +77,9 @@ def test_kubeadm_device_plugin_multinode():
     assert {(p["manager"], p["name"]) for p in manifest["packages"]} >= {("apt", "kubernetes"), ("dnf", "kubernetes")}
     kube = [p for p in manifest["packages"] if p["name"] == "kubernetes" and p["manager"] == "apt"][0]
     assert kube["upstream"] == kube["mirror"] == "https://pkgs.k8s.io/core:/stable:/v1.35/deb/"
+    mirrored = mm.build_manifest({"distribution": "kubeadm", "driver_os": ["rocky9"], "mirrors": MIRRORS})
+    rpm = [p for p in mirrored["packages"] if p["name"] == "kubernetes"][0]
+    assert rpm["mirror"] == "http://mirror.internal/k8s-rpm/core:/stable:/v1.35/rpm/"
     assert manifest["snaps"] == []
     # Without mirrors, every location is upstream.
     assert all(e["image"] == e["mirror"] for e in manifest["images"])

@@ -158,8 +158,14 @@ def test_containerd_hosts_toml():
 # --- locations ----------------------------------------------------------------------
 
 def test_repository_url():
-    assert m.repository_url("apt", "kubernetes", "https://pkgs.k8s.io/x", FULL) == "http://mirror.internal/k8s"
+    assert m.repository_url("apt", "kubernetes", "https://pkgs.k8s.io/core:/stable:/v1.35/deb/", FULL) == \
+        "http://mirror.internal/k8s/core:/stable:/v1.35/deb/"
+    assert m.repository_url("apt", "nvidia", "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/",
+                            FULL) == "http://mirror.internal/nvidia/compute/cuda/repos/ubuntu2404/x86_64/"
+    assert m.repository_url("apt", "ubuntu", "http://archive.ubuntu.com/ubuntu", FULL) == "http://mirror.internal/ubuntu/ubuntu"
     assert m.repository_url("dnf", "nvidia", "https://nvidia.github.io/x", FULL) == "https://nvidia.github.io/x"
+    with pytest.raises(m.MirrorError, match="not an absolute URL"):
+        m.repository_url("apt", "docker", "download.docker.com/linux", FULL)
     with pytest.raises(m.MirrorError, match="gpushare_mirrors.apt.rocky"):
         m.repository_url("apt", "rocky", "x", FULL)
     with pytest.raises(m.MirrorError, match="not apt or dnf"):
