@@ -47,8 +47,8 @@ def test_model_and_uuid_come_from_gpu_facts_when_left_out():
 
 def test_inventory_model_contradicting_the_facts_is_reported():
     facts = {"n1": {"gpus": [{"index": 0, "name": "NVIDIA L4", "model": "L4"}]}}
-    errors = normalise_inventory(TEAMS, {"n1": [{"index": 0, "model": "A100-80GB", "team": "a", "use": "whole"}]},
-                                    facts)[1]
+    entry = {"index": 0, "model": "A100-80GB", "team": "a", "use": "whole"}
+    errors = normalise_inventory(TEAMS, {"n1": [entry]}, facts)[1]
     assert errors == ["host n1, GPU 0, field model: the inventory says A100-80GB but the host reports L4 (NVIDIA L4)"]
 
 

@@ -12,10 +12,10 @@ from ansible_collections.gpushare.cluster.plugins.module_utils import isolation
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import Team
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
 
-from gpushare_checks import celpy, celtypes, validate_core
+import gpushare_checks
+from gpushare_checks import require_cel, validate_core
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
-ENV = celpy.Environment()
 USER = "alice"
 
 
@@ -29,7 +29,7 @@ def policy(plan, name):
 
 
 def _run(expression, activation):
-    result = ENV.program(ENV.compile(expression)).evaluate(activation)
+    result = gpushare_checks.cel_program(expression).evaluate(activation)
     if isinstance(result, Exception):
         raise result
     return result
@@ -37,6 +37,8 @@ def _run(expression, activation):
 
 def admit(vap, obj, namespace_team, username=USER):
     """Evaluate a ValidatingAdmissionPolicy as the API server does: None = not matched, else failed messages."""
+    require_cel()
+    celpy, celtypes = gpushare_checks.celpy, gpushare_checks.celtypes
     namespace = {"metadata": {"name": obj["metadata"].get("namespace", "x"), "labels": {"gpushare.io/team": namespace_team}}}
     activation = {
         "object": celpy.json_to_cel(obj),
