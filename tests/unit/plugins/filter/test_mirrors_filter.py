@@ -24,7 +24,7 @@ def test_filters_rewrite_locations():
         "registry.internal:5000/nvidia/driver:595.91.07-ubuntu24.04"
     assert FILTERS["mirror_image_repo"]("nvcr.io/nvidia", MIRRORS) == "registry.internal:5000/nvidia"
     assert FILTERS["mirror_url"]("https://pkgs.k8s.io/core:/stable:/v1.35/deb/", "apt", "kubernetes", MIRRORS) == \
-        "http://mirror.internal/k8s"
+        "http://mirror.internal/k8s/core:/stable:/v1.35/deb/"
     assert FILTERS["mirror_chart"]("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts", MIRRORS)["chart_ref"] == \
         "/srv/charts/kueue-0.19.2.tgz"
     assert FILTERS["mirror_file_url"]("https://get.helm.sh/helm-v3.19.0-linux-amd64.tar.gz", MIRRORS) == \
