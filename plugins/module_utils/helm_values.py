@@ -261,7 +261,7 @@ def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
     mirrors = settings.get("mirrors") or {}
     nvcr = "nvcr.io/nvidia"
     values: Dict[str, Any] = {
-        "operator": {"repository": mirror_repository(nvcr, mirrors), "defaultRuntime": "containerd"},
+        "operator": {"repository": mirror_repository(nvcr, mirrors)},
         "validator": {"repository": mirror_repository(nvcr, mirrors)},
         "cdi": {"enabled": True},
         "mig": {"strategy": "mixed"},

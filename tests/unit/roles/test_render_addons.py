@@ -36,10 +36,11 @@ def collections_dir() -> str:
     raise RuntimeError("ansible_collections/gpushare/cluster is not on sys.path")
 
 
-def write_playbook(tmp: Path, out: Path) -> Path:
+def write_playbook(tmp: Path, out: Path, names=tuple(PLANS)) -> Path:
     """One play per plan: every role with gpushare_render_only, as plan.yml runs them."""
     plays = []
-    for name, make in PLANS.items():
+    for name in names:
+        make = PLANS[name]
         plan_file = tmp / f"{name}.plan.json"
         plan_file.write_text(json.dumps(make()))
         plays.append({
@@ -119,7 +120,7 @@ def test_second_render_changes_nothing(rendered):
 def test_check_mode_writes_nothing(rendered):
     tmp = rendered["tmp"]
     out = tmp / "check"
-    stdout = run(tmp, write_playbook(tmp, out), "--check")
+    stdout = run(tmp, write_playbook(tmp, out, names=("example",)), "--check")
     assert recap(stdout)["changed"] > 0  # it reports what it would write ...
     assert not out.exists()  # ... and writes nothing
 

@@ -1,0 +1,154 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gpu_operator role's node relabel sequence, run for real by ansible-playbook
+against stand-ins of the kubernetes.core modules (tests/unit/fixtures/addons/
+fake_kubernetes) that keep a small cluster in a JSON file and log every call.
+
+What this proves: the task order per node (cordon, delete GPU pods, label, wait for MIG
+Manager, uncordon), one node finished before the next starts, and the failure path
+(MIG Manager reports failed: the run stops, the node stays cordoned, the error quotes
+the node's state and the MIG Manager log, later nodes are not touched). What it does
+not prove: how a real API server, kubelet or MIG Manager behave."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "addons"
+FAKE = FIXTURES / "fake_kubernetes"
+
+
+def collections_dir() -> str:
+    for entry in sys.path:
+        if (Path(entry) / "ansible_collections" / "gpushare" / "cluster").exists():
+            return entry
+    raise RuntimeError("ansible_collections/gpushare/cluster is not on sys.path")
+
+
+def pod(name, namespace, node, resources=None, owner=None, labels=None):
+    metadata = {"name": name, "namespace": namespace, "labels": labels or {}}
+    if owner:
+        metadata["ownerReferences"] = [{"kind": owner, "name": "x"}]
+    return {"metadata": metadata, "status": {"phase": "Running"},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"limits": resources or {}}}]}}
+
+
+def cluster(mig_result):
+    return {
+        "nodes": {"a100": {"labels": {"nvidia.com/mig.config": "all-disabled"}},
+                  "l40s": {"labels": {}}},
+        "pods": [
+            pod("trainer", "data", "a100", {"nvidia.com/mig-3g.20gb": 1}),
+            pod("web", "data", "a100", {"cpu": "1"}),
+            pod("nvidia-mig-manager-abcde", "gpu-operator", "a100", owner="DaemonSet",
+                labels={"app": "nvidia-mig-manager"}),
+            pod("notebook", "data-notebooks", "l40s", {"nvidia.com/gpu.shared": 1}),
+        ],
+        "mig_result": {"a100": mig_result},
+        "logs": {"nvidia-mig-manager-abcde": ["Applying the selected MIG config to the node",
+                                              "Error: failed to create GPU instance 3g.20gb: Insufficient Resources"]},
+        "calls": [],
+    }
+
+
+def run_relabel(tmp: Path, mig_result: str):
+    state = tmp / "cluster.json"
+    state.write_text(json.dumps(cluster(mig_result)))
+    playbook = tmp / "relabel.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "name": "Relabel the GPU nodes",
+        "hosts": "localhost",
+        "gather_facts": False,
+        "vars": {"gpushare_plan": yaml.safe_load((FIXTURES / "plan_device_plugin.yml").read_text()),
+                 "gpu_operator_mig_log_lines": 1},
+        "tasks": [{"name": "Relabel", "ansible.builtin.include_role": {"name": "gpushare.cluster.gpu_operator",
+                                                                        "tasks_from": "relabel"}}],
+    }]))
+    env = dict(os.environ, GPUSHARE_FAKE_CLUSTER=str(state), ANSIBLE_NOCOLOR="1",
+               # the stand-ins come first, so kubernetes.core.* resolves to them
+               ANSIBLE_COLLECTIONS_PATH=f"{FAKE}:{collections_dir()}",
+               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+               ANSIBLE_HOME=str(tmp / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-local"))
+    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(playbook)], env=env,
+                            capture_output=True, text=True, timeout=300, check=False)
+    return result, json.loads(state.read_text())
+
+
+def steps(calls):
+    """Calls as short words, ignoring the initial read of all nodes."""
+    out = []
+    for call in calls:
+        module, kind = call["module"], call.get("kind") or (call.get("definition") or {}).get("kind")
+        if module == "k8s_drain":
+            out.append(f"{call['state']} {call['name']}")
+        elif module == "k8s_info" and kind == "Pod" and call.get("label_selectors"):
+            out.append("find mig-manager " + call["field_selectors"][0].split("=")[1])
+        elif module == "k8s_info" and kind == "Pod":
+            out.append("list pods " + call["field_selectors"][0].split("=")[1])
+        elif module == "k8s_info" and kind == "Node" and call.get("name"):
+            out.append(f"wait {call['name']}")
+        elif module == "k8s" and call.get("state") == "absent":
+            out.append(f"delete {call['namespace']}/{call['name']}")
+        elif module == "k8s" and call.get("state") == "patched":
+            out.append("label %s %s" % (call["definition"]["metadata"]["name"],
+                                        ",".join(sorted(call["definition"]["metadata"]["labels"]))))
+        elif module == "k8s_log":
+            out.append(f"log {call['name']}")
+    return out
+
+
+def test_nodes_are_relabelled_one_at_a_time_in_order(tmp_path):
+    result, state = run_relabel(tmp_path, "success")
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert state["calls"][0]["module"] == "k8s_info" and state["calls"][0]["kind"] == "Node"
+    assert steps(state["calls"]) == [
+        "cordon a100", "list pods a100", "delete data/trainer", "label a100 nvidia.com/mig.config",
+        "wait a100", "uncordon a100",
+        "cordon l40s", "list pods l40s", "delete data-notebooks/notebook",
+        "label l40s nvidia.com/device-plugin.config", "uncordon l40s",
+    ]
+    assert state["nodes"]["a100"]["labels"]["nvidia.com/mig.config"] == "gpushare-a100"
+    assert state["nodes"]["l40s"]["labels"]["nvidia.com/device-plugin.config"] == "gpushare-ts-4"
+    assert not state["nodes"]["a100"]["unschedulable"] and not state["nodes"]["l40s"]["unschedulable"]
+    # the CPU pod and the operator's DaemonSet pod stay
+    assert {p["metadata"]["name"] for p in state["pods"]} == {"web", "nvidia-mig-manager-abcde"}
+
+
+def test_a_failed_mig_change_stops_with_the_node_state_and_log(tmp_path):
+    result, state = run_relabel(tmp_path, "failed")
+    assert result.returncode != 0
+    assert steps(state["calls"]) == [
+        "cordon a100", "list pods a100", "delete data/trainer", "label a100 nvidia.com/mig.config",
+        "wait a100", "find mig-manager a100", "log nvidia-mig-manager-abcde",
+    ]
+    assert state["nodes"]["a100"]["unschedulable"] is True  # left cordoned for the operator to look at
+    assert "unschedulable" not in state["nodes"]["l40s"]  # the next node was never touched
+    message = result.stdout
+    assert "MIG configuration 'gpushare-a100' on node a100" in message
+    assert "nvidia.com/mig.config.state is 'failed'" in message
+    assert "Insufficient Resources" in message  # the last log line (gpu_operator_mig_log_lines: 1)
+    assert "Applying the selected MIG config" not in message
+
+
+def test_nothing_happens_when_the_labels_are_already_right(tmp_path):
+    state_file = tmp_path / "cluster.json"
+    result, state = run_relabel(tmp_path, "success")
+    assert result.returncode == 0
+    state["calls"] = []
+    state_file.write_text(json.dumps(state))
+    # second run on the relabelled cluster: only the read of the nodes
+    env_result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(tmp_path / "relabel.yml")],
+                                env=dict(os.environ, GPUSHARE_FAKE_CLUSTER=str(state_file), ANSIBLE_NOCOLOR="1",
+                                         ANSIBLE_COLLECTIONS_PATH=f"{FAKE}:{collections_dir()}",
+                                         ANSIBLE_HOME=str(tmp_path / "ansible-home")),
+                                capture_output=True, text=True, timeout=300, check=False)
+    assert env_result.returncode == 0, env_result.stdout[-3000:]
+    calls = json.loads(state_file.read_text())["calls"]
+    assert [c["module"] for c in calls] == ["k8s_info"]
