@@ -70,11 +70,13 @@ def expand_gpus(host: str, entries: Sequence[Mapping[str, Any]]) -> Dict[int, Di
     for number, entry in enumerate(entries):
         if "count" in entry:
             index = int(entry.get("index", position))
-            for _ in range(int(entry["count"])):
+            remaining = int(entry["count"])
+            while remaining > 0:
                 while index in explicit or index in out:
                     index += 1
                 out[index] = dict(entry, index=index, _entry=number)
                 index += 1
+                remaining -= 1
             position = index
         elif "index" in entry:
             out[int(entry["index"])] = dict(entry, _entry=number)

@@ -23,11 +23,13 @@ description:
   - From the figures and the inventory it proposes concrete inventory changes (see RV(proposals)).
   - Runs on the controller and only reads; it never changes anything.
 author:
-  - gpushare.cluster maintainers
+  - gpushare.cluster maintainers (@gpushare)
 attributes:
   check_mode:
+    description: Can run in check mode and return the same report; it never changes anything.
     support: full
   diff_mode:
+    description: Nothing changes, so there is no diff.
     support: none
 options:
   url:
@@ -103,7 +105,7 @@ options:
     default: fail
   thresholds:
     description:
-      - Overrides of the advice thresholds, for example C({shared_below: 0.05}).
+      - "Overrides of the advice thresholds, for example C({shared_below: 0.05})."
       - Keys are V(shared_below), V(shared_target), V(min_allocated_hours), V(mig_memory_below),
         V(mig_headroom), V(waiting_share), V(wait_p95_seconds), V(saturated_waiting_share), V(donor_efficiency_below).
     type: dict
