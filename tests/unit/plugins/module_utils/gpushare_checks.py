@@ -41,6 +41,7 @@ def require_cel() -> None:
     if celpy is None:
         pytest.skip("the PyPI package cel-python is needed to evaluate CEL expressions (pip install cel-python)")
 
+
 _SUFFIX = {
     "": 1, "m": Fraction(1, 1000), "k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12, "P": 10 ** 15,
     "E": 10 ** 18, "Ki": 2 ** 10, "Mi": 2 ** 20, "Gi": 2 ** 30, "Ti": 2 ** 40, "Pi": 2 ** 50, "Ei": 2 ** 60,
