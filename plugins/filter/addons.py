@@ -54,7 +54,7 @@ class FilterModule:
             "node_objects": _wrap(helm_values.node_objects),
             "relabel_steps": _wrap(helm_values.relabel_steps),
             "gpu_pods": _wrap(helm_values.gpu_pods),
-            "active_cluster_queues": _wrap(helm_values.active_cluster_queues),
+            "cluster_queue_problems": _wrap(helm_values.cluster_queue_problems),
             "not_available": _wrap(helm_values.not_available),
             "chart_source": _wrap(helm_values.chart_source),
             "mirror_repository": _wrap(helm_values.mirror_repository),

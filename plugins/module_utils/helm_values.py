@@ -12,7 +12,7 @@ Ansible imports, so the add-on roles and the tests share one implementation. Err
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping
 
 import yaml
 
@@ -403,14 +403,20 @@ def kueue_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[s
     return deep_merge(values, settings.get("extra_values") or {})
 
 
-def active_cluster_queues(queues: List[Mapping[str, Any]]) -> List[str]:
-    """Names of the ClusterQueues (Kubernetes dicts) whose Active condition is True."""
-    names = []
-    for queue in queues:
-        conditions = (queue.get("status") or {}).get("conditions") or []
-        if any(c.get("type") == "Active" and c.get("status") == "True" for c in conditions):
-            names.append(str((queue.get("metadata") or {}).get("name")))
-    return names
+def cluster_queue_problems(queues: List[Mapping[str, Any]], expected: List[str]) -> List[str]:
+    """Expected ClusterQueues (Kubernetes dicts from k8s_info) that are missing or not Active."""
+    by_name = {str((q.get("metadata") or {}).get("name")): q for q in queues}
+    problems = []
+    for name in expected:
+        queue = by_name.get(name)
+        if queue is None:
+            problems.append(f"{name} (not found)")
+            continue
+        conditions = [c for c in (queue.get("status") or {}).get("conditions") or [] if c.get("type") == "Active"]
+        if not any(c.get("status") == "True" for c in conditions):
+            reason = "; ".join(str(c.get("message") or c.get("reason")) for c in conditions) or "no status yet"
+            problems.append(f"{name} ({reason})")
+    return problems
 
 
 def not_available(results: List[Mapping[str, Any]]) -> List[str]:

@@ -82,7 +82,8 @@ def rendered(tmp_path_factory):
     out = tmp / "out"
     playbook = write_playbook(tmp, out)
     first = run(tmp, playbook)
-    second = run(tmp, playbook)
+    # the same tasks run for every plan, so one plan shows idempotence
+    second = run(tmp, write_playbook(tmp, out, names=("example",)))
     return {"out": out, "first": first, "second": second, "tmp": tmp}
 
 
@@ -115,6 +116,7 @@ def test_every_role_says_it_stopped_after_render(rendered):
 def test_second_render_changes_nothing(rendered):
     assert recap(rendered["first"])["changed"] > 0
     assert recap(rendered["second"])["changed"] == 0, rendered["second"][-3000:]
+    assert "Render the add-ons for example" in rendered["second"]
 
 
 def test_check_mode_writes_nothing(rendered):

@@ -220,9 +220,11 @@ def test_gpu_pods_are_those_holding_gpus():
 
 def test_status_helpers():
     queues = [{"metadata": {"name": "a"}, "status": {"conditions": [{"type": "Active", "status": "True"}]}},
-              {"metadata": {"name": "b"}, "status": {"conditions": [{"type": "Active", "status": "False"}]}},
+              {"metadata": {"name": "b"}, "status": {"conditions": [
+                  {"type": "Active", "status": "False", "message": "flavor rtx-pro-6000-whole not found"}]}},
               {"metadata": {"name": "c"}}]
-    assert hv.active_cluster_queues(queues) == ["a"]
+    assert hv.cluster_queue_problems(queues, ["a", "b", "c", "d"]) == [
+        "b (flavor rtx-pro-6000-whole not found)", "c (no status yet)", "d (not found)"]
     results = [{"item": {"kind": "Prometheus"}, "resources": []},
                {"item": {"kind": "Deployment"}, "resources": [{"metadata": {"name": "grafana"}, "status": {
                    "conditions": [{"type": "Available", "status": "False", "message": "0/1 ready"}]}}]}]
