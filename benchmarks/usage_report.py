@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """How long the usage report takes for many teams over two weeks against a real Prometheus.
 
@@ -12,6 +11,7 @@ figures, proposals, HTML) a few times. Prints the figures; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import shutil
 import statistics
@@ -19,18 +19,24 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "unit"))
-sys.path.insert(0, str(REPO / "tests" / "unit" / "integration"))
 
-import conftest  # noqa: E402,F401  (puts ansible_collections/gpushare/cluster on sys.path)
-import usage_series  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.prometheus_client import PrometheusClient  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_advice import propose  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_figures import (  # noqa: E402
-    RANGE_SERIES, choose_step, compute_figures, instant_queries)
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_report_html import render_page  # noqa: E402
+
+def _import_modules():
+    """The collection's module_utils and the test data generator, from this checkout."""
+    sys.path.insert(0, str(REPO / "tests" / "unit"))
+    sys.path.insert(0, str(REPO / "tests" / "unit" / "integration"))
+    importlib.import_module("conftest")  # puts ansible_collections/gpushare/cluster on sys.path
+    base = "ansible_collections.gpushare.cluster.plugins.module_utils."
+    return SimpleNamespace(
+        series=importlib.import_module("usage_series"),
+        client=importlib.import_module(base + "prometheus_client"),
+        figures=importlib.import_module(base + "usage_figures"),
+        advice=importlib.import_module(base + "usage_advice"),
+        html=importlib.import_module(base + "usage_report_html"),
+    )
 
 
 def main() -> None:
@@ -40,6 +46,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the TSDB directory")
     args = parser.parse_args()
+    lib = _import_modules()
+    usage_series = lib.series
 
     servers = math.ceil(args.teams / 3)
     work = Path(tempfile.mkdtemp(prefix="gpushare-usage-bench-"))
@@ -56,9 +64,9 @@ def main() -> None:
               f"(total {time.monotonic() - began:.1f} s)")
         server = usage_series.LocalPrometheus("/usr/bin/prometheus", work / "data", work)
         server.start()
-        client = PrometheusClient(server.url, timeout=120)
+        client = lib.client.PrometheusClient(server.url, timeout=120)
         window = end - start
-        step = choose_step(window)
+        step = lib.figures.choose_step(window)
         teams = [{"name": f"{t}{'' if n == 0 else f'-{n}'}", "priority": p}
                  for n in range(servers) for t, p in (("production", 1000), ("data", 100), ("training", 10))]
         nodes = {f"gpu1{'' if n == 0 else f'-{n}'}": [{"index": i, "model": "RTX-PRO-6000", "team": t, "use": u}
@@ -68,18 +76,19 @@ def main() -> None:
                                                                                   ("training", "whole")))]
                  for n in range(servers)}
         query_times, compute_times, totals = [], [], []
-        for _ in range(args.runs):
+        for run in range(args.runs):
             t0 = time.monotonic()
-            ranges = {k: client.query_range(q, start, end, step) for k, q in RANGE_SERIES.items()}
-            instants = {k: client.query(q, end) for k, q in instant_queries(window, ".*").items()}
+            ranges = {k: client.query_range(q, start, end, step) for k, q in lib.figures.RANGE_SERIES.items()}
+            instants = {k: client.query(q, end) for k, q in lib.figures.instant_queries(window, ".*").items()}
             t1 = time.monotonic()
-            figures = compute_figures(ranges, instants, start, end, step, teams=[t["name"] for t in teams])
-            proposals = propose(figures, teams, nodes)
-            html = render_page(figures, proposals)
+            figures = lib.figures.compute_figures(ranges, instants, start, end, step, teams=[t["name"] for t in teams])
+            proposals = lib.advice.propose(figures, teams, nodes)
+            html = lib.html.render_page(figures, proposals)
             t2 = time.monotonic()
             query_times.append(t1 - t0)
             compute_times.append(t2 - t1)
             totals.append(t2 - t0)
+            print(f"run {run + 1}: {t2 - t0:.2f} s")
         print(f"report over {window // 86400} days at {step} s steps ({figures['window']['samples']} samples "
               f"per series), {len(figures['teams'])} teams, {len(figures['gpus'])} devices, "
               f"{len(proposals)} proposals, HTML {len(html) / 1e6:.1f} MB")

@@ -70,7 +70,7 @@ def report(prometheus, repo_root, tmp_path_factory):
     playbook = [str(Path(os.sys.executable).parent / "ansible-playbook"), "-i", "inventories/example",
                 "playbooks/usage_report.yml", "-e", f"gpushare_usage_prometheus_url={prometheus['url']}",
                 "-e", f"gpushare_usage_end={prometheus['end']}", "-e", f"gpushare_usage_dir={out}"]
-    run = subprocess.run(playbook, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(playbook, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return {"usage": json.loads((out / "usage.json").read_text()), "html": (out / "usage.html").read_text(),
             "stdout": run.stdout}
@@ -192,4 +192,3 @@ def test_step_and_window_change_resolution_not_totals(prometheus, capsys):
                                  "step": "1h", "teams": ["production"], "include_series": False})
     assert coarse["figures"]["window"]["samples"] == 7 * 24 + 1
     assert near(coarse["figures"]["teams"]["production"]["gpu_hours_allocated"], 4 * 7 * 24, 5)
-

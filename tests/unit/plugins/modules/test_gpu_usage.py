@@ -78,8 +78,8 @@ def test_reports_figures_in_check_mode_and_hides_the_password(prometheus, capsys
     assert result["html"].count("<svg") == 1
     assert result["summary"][1].startswith("team a: allocated 50.0 GPU-h")
     assert "pa55word" not in json.dumps(result)
-    assert all(auth and auth.startswith("Basic ") for _, _, auth in prometheus.seen)
-    queried = {q for path, q, _ in prometheus.seen if path.endswith("query_range")}
+    assert all(seen[2] and seen[2].startswith("Basic ") for seen in prometheus.seen)
+    queried = {seen[1] for seen in prometheus.seen if seen[0].endswith("query_range")}
     assert "gpushare:team_gpus_allocated" in queried and "gpushare:gpu_busy_ratio" in queried
 
 
