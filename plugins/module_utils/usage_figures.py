@@ -309,10 +309,15 @@ def compute_figures(
 
 
 def _team_figures(team, queue, team_data, instant, hours_per_sample, steps_in_window) -> Dict[str, Any]:
+    has_data = any((team_data.get(key) or {}).get(team) for key in TEAM_SERIES)
+
     def series(key: str) -> Optional[Dict[int, float]]:
         data = team_data.get(key)
-        if data is None:
+        if data is None or not has_data:
+            # A team absent from every series is unknown, not idle.
             return None
+        # Present elsewhere but not here: the rules record nothing when a count is
+        # empty (no device held, nothing borrowed), so no sample here means zero.
         return data.get(team, {})
 
     def gpu_hours(key: str) -> Optional[float]:
@@ -336,7 +341,6 @@ def _team_figures(team, queue, team_data, instant, hours_per_sample, steps_in_wi
         efficiency = busy_hours / allocated_hours
     pending = series("pending")
     borrowing_limit = queue_value("borrowing_limit")
-    has_data = any(series(k) for k in TEAM_SERIES)
     return {
         "cluster_queue": queue,
         "has_data": has_data,

@@ -117,7 +117,8 @@ def test_team_without_data_is_listed_and_team_only_in_data_is_added():
     figures = compute_figures(full_results(), full_instants(), START, END, STEP, teams=["prod", "research"])
     assert figures["teams_without_data"] == ["research"]
     research = figures["teams"]["research"]
-    assert research["has_data"] is False and research["gpu_hours_allocated"] == 0.0
+    assert research["has_data"] is False
+    assert research["gpu_hours_allocated"] is None and research["pending_hours"] is None
     assert "train" in figures["teams"]
 
 
