@@ -73,7 +73,7 @@ def report(prometheus, repo_root, tmp_path_factory):
     run = subprocess.run(playbook, cwd=repo_root, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return {"usage": json.loads((out / "usage.json").read_text()), "html": (out / "usage.html").read_text(),
-            "stdout": run.stdout}
+            "html_path": out / "usage.html", "stdout": run.stdout}
 
 
 def near(value, expected, tolerance):
@@ -135,6 +135,19 @@ def test_html_and_summary(report):
     assert html.count("<svg") == 3 and "GPU use per team" in html
     assert "<script" not in html and "src=" not in html and "href=" not in html
     assert "team training: allocated" in report["stdout"] and "proposal add_gpu_for_quota" in report["stdout"]
+
+
+def test_html_renders_in_a_browser(report, tmp_path):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not browser:
+        pytest.skip("needs Debian's chromium to open the report")
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={tmp_path}",
+                          "--dump-dom", report["html_path"].as_uri()],
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    # The browser parsed three SVG plots with their shapes (inline SVG, nothing fetched).
+    assert dom.stdout.count("<svg") == 3 and dom.stdout.count("<polygon") >= 3
+    assert "add gpu for quota" in dom.stdout
 
 
 def run_module(capsys, args):
