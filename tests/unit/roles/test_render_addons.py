@@ -165,8 +165,8 @@ def test_rendered_files_follow_the_plan(rendered):
     config = yaml.safe_load(kueue["managerConfig"]["controllerManagerConfigYaml"])
     assert config["resources"]["deviceClassMappings"] == plan["kueue_configuration"]["resources"]["deviceClassMappings"]
     queues = list(yaml.safe_load_all((out / "example" / "manifests" / "kueue" / "queues.yaml").read_text()))
-    plan_queues = [o for o in plan["objects"] if o["kind"] in ("ClusterQueue", "LocalQueue")]
-    assert [q for q in queues if q["kind"] in ("ClusterQueue", "LocalQueue")] == plan_queues
+    for kind in ("ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "WorkloadPriorityClass"):
+        assert [q for q in queues if q["kind"] == kind] == [o for o in plan["objects"] if o["kind"] == kind]
     kinds = [q["kind"] for q in queues]
     assert kinds.index("ClusterQueue") > kinds.index("ResourceFlavor") and kinds[-1] == "LocalQueue"
     # device_plugin: the plan's sharing configs become the device plugin's named configs

@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The add-on roles' apply steps, run by ansible-playbook against stand-ins of the
+kubernetes.core modules (tests/unit/fixtures/addons/fake_kubernetes), which keep a small
+cluster in a JSON file and record every call.
+
+What this proves: apply uses only kubernetes.core modules, installs each chart from the
+rendered values file, applies every object of the plan, keeps the Grafana password out of
+the output, and every wait fails with a message naming what was not ready. What it does
+not prove: that the charts install on a real cluster (no API server here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .addon_checks import inventory_plan
+
+FAKE = Path(__file__).resolve().parents[1] / "fixtures" / "addons" / "fake_kubernetes"
+ROLES = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")
+PASSWORD = "grafana-s3cret-for-the-test"
+
+
+def collections_dir() -> str:
+    for entry in sys.path:
+        if (Path(entry) / "ansible_collections" / "gpushare" / "cluster").exists():
+            return entry
+    raise RuntimeError("ansible_collections/gpushare/cluster is not on sys.path")
+
+
+def apply(tmp: Path, roles, cluster_state: dict, extra_vars: dict | None = None):
+    plan_file = tmp / "plan.json"
+    plan_file.write_text(json.dumps(inventory_plan("example")))
+    state = tmp / "cluster.json"
+    state.write_text(json.dumps(cluster_state))
+    playbook = tmp / "apply.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "name": "Apply the add-ons",
+        "hosts": "localhost",
+        "gather_facts": False,
+        "vars": {"gpushare_plan": "{{ lookup('ansible.builtin.file', '%s') | ansible.builtin.from_json }}" % plan_file,
+                 "gpushare_render_dir": str(tmp / "out"), "gpushare_render_only": False,
+                 "monitoring_grafana_admin_password": PASSWORD, **(extra_vars or {})},
+        "roles": [f"gpushare.cluster.{role}" for role in roles],
+    }]))
+    env = dict(os.environ, GPUSHARE_FAKE_CLUSTER=str(state), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=f"{FAKE}:{collections_dir()}",
+               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+               ANSIBLE_HOME=str(tmp / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-local"))
+    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-v", str(playbook)], env=env,
+                            capture_output=True, text=True, timeout=600, check=False)
+    return result, json.loads(state.read_text())
+
+
+def fresh_cluster(**changes):
+    state = {"nodes": {"gpu1": {"labels": {}}}, "pods": [], "mig_result": {"gpu1": "success"}, "logs": {},
+             "slice_nodes": ["gpu1"], "crds": [], "calls": []}
+    state.update(changes)
+    return state
+
+
+def test_apply_installs_every_chart_and_object_of_the_plan(tmp_path):
+    result, state = apply(tmp_path, ROLES, fresh_cluster())
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+    releases = state["releases"]
+    assert releases["gpu-operator"]["chart"] == "gpu-operator" and releases["gpu-operator"]["version"] == "v26.7.0"
+    assert releases["dra-driver-nvidia-gpu"]["chart"] == "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
+    assert releases["kueue"]["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
+    assert releases["kube-prometheus-stack"]["version"] == "88.5.3"
+    # fresh cluster without the prometheus-operator CRDs: Kueue goes in without its ServiceMonitor
+    assert releases["kueue"]["set_values"] == [{"value": "enablePrometheus=false"}]
+    assert "the ServiceMonitor CRD is not installed yet" in result.stdout
+    applied = {(o["kind"], o["name"]) for o in state["applied"]}
+    plan = inventory_plan("example")
+    assert {(o["kind"], o["metadata"]["name"]) for o in plan["objects"]} <= applied
+    assert {("PrometheusRule", "gpushare"), ("ConfigMap", "gpushare-dashboard-teams"), ("Secret", "grafana-admin")} <= applied
+    # the password reaches the Secret and nothing else
+    assert state["secrets"]["grafana-admin"] == {"admin-user": "admin", "admin-password": PASSWORD}
+    assert PASSWORD not in result.stdout + result.stderr
+    # the GPU node got the plan's labels after the operator was ready
+    assert plan["nodes"]["gpu1"]["labels"].items() <= state["nodes"]["gpu1"]["labels"].items()
+    modules = [c["module"] for c in state["calls"]]
+    assert set(modules) <= {"helm", "k8s", "k8s_info", "k8s_drain", "k8s_log"}
+    first_label = next(i for i, c in enumerate(state["calls"]) if c.get("state") == "patched")
+    policy_read = next(i for i, c in enumerate(state["calls"]) if c.get("kind") == "ClusterPolicy")
+    assert policy_read < first_label
+
+
+def test_apply_with_monitoring_first_keeps_the_kueue_service_monitor(tmp_path):
+    result, state = apply(tmp_path, ("kueue",), fresh_cluster(crds=["servicemonitors.monitoring.coreos.com"]))
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert state["releases"]["kueue"]["set_values"] is None
+
+
+@pytest.mark.parametrize("role, cluster, extra, message", [
+    ("gpu_operator", {"cluster_policy_state": "notReady"}, {"gpu_operator_wait_timeout": 1},
+     "GPU Operator not ready after 1 s: ClusterPolicy cluster-policy has state 'notReady'"),
+    ("dra_driver", {"slice_nodes": []}, {"dra_driver_wait_timeout": 1},
+     "DRA driver not ready after 1 s: no gpu.nvidia.com ResourceSlice from gpu1"),
+    ("kueue", {"inactive_queues": {"data": "flavor rtx-pro-6000-whole not found"}}, {"kueue_wait_timeout": 1},
+     "ClusterQueues not active: data (flavor rtx-pro-6000-whole not found)"),
+], ids=["gpu_operator", "dra_driver", "kueue"])
+def test_waits_fail_naming_what_is_not_ready(tmp_path, role, cluster, extra, message):
+    result, _ = apply(tmp_path, (role,), fresh_cluster(**cluster), extra)
+    assert result.returncode != 0
+    assert message in " ".join(result.stdout.split()), result.stdout[-3000:]
