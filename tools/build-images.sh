@@ -100,8 +100,9 @@ build_one() {
     --cache-dir="${cache}" "${keyring_opt[@]}" "${suite}" "${rootfs}" "${mirror}" >"${build_dir}/${name}/debootstrap.log" 2>&1 || {
       log "${name}: debootstrap failed, see ${build_dir}/${name}/debootstrap.log"; tail -n 20 "${build_dir}/${name}/debootstrap.log" >&2; return 1; }
 
-  # Container-friendly systemd: no consoles or hardware units, an empty machine-id that
-  # systemd fills at boot, and apt lists removed (roles refresh their own cache).
+  # Container-friendly systemd: no consoles or hardware units, and an empty machine-id that
+  # systemd fills at boot. The apt lists stay: check mode cannot refresh them, and roles
+  # refresh them themselves once they are older than their cache_valid_time.
   local unit
   for unit in getty.target console-getty.service systemd-udevd.service systemd-udev-trigger.service \
       systemd-modules-load.service sys-kernel-config.mount sys-kernel-debug.mount \
@@ -115,7 +116,9 @@ build_one() {
     printf 'deb %s %s main\ndeb %s %s-updates main\n' "${mirror}" "${suite}" "${mirror}" "${suite}" \
       >"${rootfs}/etc/apt/sources.list"
   fi
-  rm -rf "${rootfs}"/var/lib/apt/lists/* "${rootfs}"/var/cache/apt/*.bin
+  chroot "${rootfs}" apt-get update -qq >>"${build_dir}/${name}/debootstrap.log" 2>&1 || {
+    log "${name}: apt-get update in the new root failed, see ${build_dir}/${name}/debootstrap.log"; return 1; }
+  rm -f "${rootfs}"/var/cache/apt/*.bin "${rootfs}"/var/cache/apt/archives/*.deb
 
   log "${name}: importing as ${tag}"
   tar -C "${rootfs}" --numeric-owner -c . | podman import --quiet \
