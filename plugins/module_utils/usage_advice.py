@@ -15,7 +15,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import MigProfile
+from ansible_collections.gpushare.cluster.plugins.module_utils.quantities import parse_memory_mib
 
 
 @dataclass(frozen=True)
@@ -43,19 +47,23 @@ class AdviceThresholds:
 
 
 def _memory_mib(value: Any) -> Optional[int]:
-    """Inventory memory needs (10Gi, 40G, 10GiB, 40GB, 512Mi, int MiB) in MiB."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return int(value)
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(Ki|Mi|Gi|Ti|K|M|G|T|KiB|MiB|GiB|TiB|KB|MB|GB|TB)?\s*", str(value))
-    if not match:
+    """An inventory memory need in MiB, or None when it cannot be read (then it is not compared)."""
+    try:
+        return parse_memory_mib(value)
+    except ValueError:
         return None
-    number = float(match.group(1))
-    unit = (match.group(2) or "Mi").replace("B", "").rstrip("i")
-    binary = (match.group(2) or "Mi").endswith(("i", "iB"))
-    factor = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}[unit]
-    if not binary:  # decimal units: 1 GB = 10^9 bytes
-        factor = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}[unit] / (1024 * 1024)
-    return int(math.ceil(number * factor))
+
+
+def _smaller_profile(model_key: Optional[str], profile: str, need_mib: int) -> Tuple[bool, Optional[MigProfile]]:
+    """(model known, the smallest plain profile of the model holding ``need_mib`` if smaller than ``profile``)."""
+    model = gpu_catalog.find(model_key) if model_key else None
+    if model is None or not model.profiles:
+        return False, None
+    current = next((p for p in model.profiles if p.name == profile), None)
+    plain = [p for p in model.profiles if re.fullmatch(r"\d+g\.\d+gb", p.name) and p.memory_mib >= need_mib]
+    if current is not None:
+        plain = [p for p in plain if p.memory_mib < current.memory_mib]
+    return True, min(plain, key=lambda p: (p.memory_mib, p.compute_slices)) if plain else None
 
 
 def expand_gpus(host: str, entries: Sequence[Mapping[str, Any]]) -> Dict[int, Dict[str, Any]]:
@@ -318,13 +326,18 @@ def _mig_proposals(figures, inventory, plan, thresholds) -> List[Dict[str, Any]]
             continue
         if (fig.get("allocated_hours") or 0) < thresholds.min_allocated_hours:
             continue  # an unused slice (often a fill instance) says nothing about a need
-        if _compute_slices(profile) <= 1:
-            # Already the fewest compute slices; smaller-memory 1g variants exist only on
-            # some models, so a smaller need might not free anything.
-            continue
         host, index = fig["host"], fig["gpu"]
         entry = (inventory.get(host) or {}).get(index, {})
         need_gib = max(1, int(math.ceil(used * thresholds.mig_headroom / 1024.0)))
+        known, smaller = _smaller_profile(entry.get("model"), profile, need_gib * 1024)
+        if known and smaller is None:
+            continue  # no smaller profile of this model holds the need: nothing to free
+        if not known and _compute_slices(profile) <= 1:
+            # Model unknown and already the fewest compute slices: a smaller need
+            # might not free anything.
+            continue
+        target = (f"the planner would pick {smaller.name} ({smaller.memory_mib / 1024:.1f} GiB) instead"
+                  if smaller else "lets the planner pick a smaller profile")
         proposed = f"{need_gib}GiB"
         names = _planned_instance(plan, host, index, profile)
         instances = (entry.get("mig") or {}).get("instances") or []
@@ -349,9 +362,8 @@ def _mig_proposals(figures, inventory, plan, thresholds) -> List[Dict[str, Any]]
             "current": current if current is not None else profile,
             "proposed": proposed,
             "reason": (f"MIG instance {profile} on {host} GPU {index} never used more than "
-                       f"{used / 1024:.1f} GiB of its {total / 1024:.1f} GiB; a need of {need_gib}GiB "
-                       f"({thresholds.mig_headroom:.0%} of the peak) lets the planner pick a smaller profile "
-                       "and frees slices."),
+                       f"{used / 1024:.1f} GiB of its {total / 1024:.1f} GiB; with a need of {need_gib}GiB "
+                       f"({thresholds.mig_headroom:.0%} of the peak) {target}, freeing slices."),
             "figures": _pick(fig, "memory_used_peak_mib", "memory_total_mib", "allocated_hours",
                              "busy_ratio_when_allocated"),
         })

@@ -152,6 +152,8 @@ def test_mig_instance_that_never_fills_its_memory_shrinks_named_through_the_plan
     # 6000 MiB * 1.25 = 7500 MiB -> 8 GiB
     assert (proposal["current"], proposal["proposed"]) == ("30GiB", "8GiB")
     assert "5.9 GiB of its 39.2 GiB" in proposal["reason"]
+    # From the GPU catalog: the smallest H100-80GB profile holding 8 GiB.
+    assert "the planner would pick 1g.10gb (9.8 GiB) instead" in proposal["reason"]
 
 
 def test_mig_instance_without_plan_names_the_slice():
@@ -210,3 +212,23 @@ def test_summary_lines_mention_missing_and_proposals():
     assert any(line.startswith("team data:") and "efficiency missing" in line for line in lines)
     assert "missing: busy (gpushare:team_gpus_busy; from DCGM)" in lines
     assert lines[-1].startswith("proposal whole_to_shared: host_vars/gpu1.yml: gpushare_gpus[index=2].use: 'whole' -> 'shared'")
+
+
+def test_mig_on_a_model_whose_smallest_profile_is_already_used_gets_nothing():
+    nodes = {"gpu1": [{"index": 1, "model": "RTX-PRO-6000", "team": "production", "use": "mig",
+                       "mig": {"instances": [{"name": "embeddings", "memory": "10GiB"}]}}]}
+    data = figures(gpus=[device(1, 0.2, profile="1g.24gb", used=2560, total=24064, instance=3)])
+    assert propose(data, TEAMS, nodes) == []
+    # 2g.48gb holding 6 GiB on the same model shrinks to 1g.24gb.
+    data = figures(gpus=[device(1, 0.2, profile="2g.48gb", used=6144, total=48512, instance=1)])
+    [proposal] = propose(data, TEAMS, nodes)
+    assert "1g.24gb" in proposal["reason"] and proposal["proposed"]["memory"] == "8GiB"
+
+
+def test_mig_on_an_unknown_model_uses_the_compute_slices():
+    nodes = {"gpu1": [{"index": 1, "model": "FUTURE-GPU", "team": "production", "use": "mig"}]}
+    small = figures(gpus=[device(1, 0.2, profile="1g.30gb", used=2000, total=30000, instance=3)])
+    assert propose(small, TEAMS, nodes) == []
+    large = figures(gpus=[device(1, 0.2, profile="3g.90gb", used=2000, total=90000, instance=3)])
+    [proposal] = propose(large, TEAMS, nodes)
+    assert "lets the planner pick a smaller profile" in proposal["reason"]
