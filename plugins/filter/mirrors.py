@@ -93,4 +93,5 @@ class FilterModule:
             "mirror_images_in": _wrap(mirror_manifest.images_in),
             "mirror_uncovered_images": _wrap(mirror_manifest.uncovered_images),
             "mirror_sync_plan": _wrap(mirror_manifest.sync_plan),
+            "mirror_missing_images": _wrap(mirror_manifest.missing_images),
         }

@@ -442,6 +442,9 @@ def uncovered_images(referenced: Iterable[str], manifest: Mapping[str, Any]) -> 
 def sync_plan(manifest: Mapping[str, Any], tool: str = "skopeo", tls_verify: bool = True) -> List[Dict[str, Any]]:
     """Commands copying every listed image to its mirror (argv lists, no shell).
 
+    ``tls_verify`` false accepts plain-HTTP or self-signed registries on both sides
+    (test and lab mirrors).
+
     ``tool`` skopeo: one ``skopeo copy --all`` per image (all architectures, digests kept).
     ``tool`` podman: pull, tag and push (current architecture only, as podman can).
     """
@@ -454,15 +457,41 @@ def sync_plan(manifest: Mapping[str, Any], tool: str = "skopeo", tls_verify: boo
         if source == target:
             continue
         if tool == "skopeo":
-            commands = [["skopeo", "copy", "--all", "--retry-times", "3", f"--dest-tls-verify={verify}",
-                         f"docker://{source}", f"docker://{target}"]]
+            commands = [["skopeo", "copy", "--all", "--retry-times", "3", f"--src-tls-verify={verify}",
+                         f"--dest-tls-verify={verify}", f"docker://{source}", f"docker://{target}"]]
         else:
-            commands = [["podman", "pull", source], ["podman", "tag", source, target],
+            commands = [["podman", "pull", f"--tls-verify={verify}", source], ["podman", "tag", source, target],
                         ["podman", "push", f"--tls-verify={verify}", target]]
-        steps.append({"image": source, "mirror": target, "commands": commands,
-                      "check": ["skopeo", "inspect", "--raw", f"--tls-verify={verify}", f"docker://{target}"]
-                      if tool == "skopeo" else ["podman", "manifest", "inspect", f"--tls-verify={verify}", target]})
+        if tool == "skopeo":
+            check, expect = ["skopeo", "inspect", "--raw", f"--tls-verify={verify}", f"docker://{target}"], None
+        else:
+            # podman 4 cannot inspect a remote single-architecture image; listing the
+            # repository's tags can (the tag must then appear in the listing).
+            ref = mirror_lib.parse_image(target)
+            check = ["podman", "search", "--list-tags", "--limit", "100000", f"--tls-verify={verify}",
+                     f"{ref.registry}/{ref.repository}"]
+            expect = ref.tag
+        steps.append({"image": source, "mirror": target, "commands": commands, "check": check, "expect": expect})
     return steps
+
+
+def missing_images(probes: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """The sync steps whose image the mirror lacks, from the probe results.
+
+    ``probes``: one result per step of ``sync_plan`` (``rc``, ``stdout``, ``item`` =
+    the step), as Ansible registers a looped command. An image is present when its
+    probe succeeded and, for a tag listing, the listing names the tag.
+    """
+    missing = []
+    for probe in probes:
+        step = dict(probe.get("item") or {})
+        present = probe.get("rc") == 0
+        if present and step.get("expect"):
+            tags = {line.split()[-1] for line in str(probe.get("stdout", "")).splitlines()[1:] if line.split()}
+            present = step["expect"] in tags
+        if not present:
+            missing.append(step)
+    return missing
 
 
 def _dotted(values: Mapping[str, Any], path: str) -> Any:

@@ -167,6 +167,7 @@ def test_sync_plan_commands():
     assert first[:3] == ["skopeo", "copy", "--all"] and first[-1].startswith("docker://r.internal/")
     podman = mm.sync_plan(manifest, "podman")[0]["commands"]
     assert [c[1] for c in podman] == ["pull", "tag", "push"]
+    assert podman[0] == ["podman", "pull", "--tls-verify=true", manifest["images"][0]["image"]]
     assert mm.sync_plan(mm.build_manifest({"driver_os": ["ubuntu24.04"]}), "skopeo") == []
     with pytest.raises(mm.ManifestError):
         mm.sync_plan(manifest, "docker")
@@ -249,3 +250,13 @@ def test_pinned_chart_versions_match_design(repo_root):
     for name in ("gpu-operator", "dra-driver-nvidia-gpu", "kueue", "kube-prometheus-stack"):
         version = mm.CHARTS[name]["version"].lstrip("v")
         assert version in text, name
+
+
+def test_missing_images_from_probes():
+    skopeo = {"image": "a", "commands": [["skopeo"]], "expect": None}
+    podman = {"image": "b", "commands": [["podman"]], "expect": "v1"}
+    listing = "NAME                 TAG\nr.internal/x/b  v0\nr.internal/x/b  v1\n"
+    assert mm.missing_images([{"rc": 0, "stdout": "", "item": skopeo}, {"rc": 0, "stdout": listing, "item": podman}]) == []
+    assert mm.missing_images([{"rc": 1, "stdout": "", "item": skopeo},
+                              {"rc": 0, "stdout": listing.replace("v1", "v2"), "item": podman},
+                              {"rc": 125, "stdout": "", "item": podman}]) == [skopeo, podman, podman]
