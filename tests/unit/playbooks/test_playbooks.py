@@ -155,6 +155,16 @@ def test_plan_with_errors_fails_listing_all_and_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+def test_site_with_errors_stops_in_the_preflight_before_any_host_play(tmp_path):
+    result = runner.ansible_playbook("-i", str(_broken_inventory(tmp_path)), str(PLAYBOOKS / "site.yml"),
+                                     "-e", "gpushare_discover=false")
+    assert result.returncode != 0
+    assert "the plan cannot be made, 3 problem(s)" in result.stdout
+    assert "PLAY [Prepare the hosts]" not in result.stdout
+    # gpu1 only went through the (skipped) discovery play: nothing ran on it.
+    assert re.search(r"gpu1\s+: ok=0\s+changed=0\s+unreachable=0\s+failed=0", result.stdout), result.stdout
+
+
 def test_plan_with_errors_leaves_a_previous_plan_untouched(tmp_path, example_plan):
     plan_dir = tmp_path / "plan"
     shutil.copytree(example_plan[0], plan_dir)
