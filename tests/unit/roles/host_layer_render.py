@@ -139,8 +139,7 @@ class Renderer:
     def failed_asserts(self, task_file: str, registered: dict[str, Any] | None = None) -> list[str]:
         """fail_msg of every assert in tasks/<task_file> that would fail."""
         return [task["args"].get("fail_msg", task["name"]) for task in self.tasks(task_file, registered)
-                if task["module"] == "ansible.builtin.assert"
-                and not all(self.holds(c, **(registered or {})) for c in task["args"]["that"])]
+                if task["module"] == "ansible.builtin.assert" and not task["holds"]]
 
     def tasks(self, task_file: str, registered: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Render every task of tasks/<task_file> whose conditions hold.
@@ -202,7 +201,11 @@ class Renderer:
                 self._record(task, module, runs)
             elif self._holds(conditions, task_local):
                 args = self._with(task_local).template(_trusted(task[module]))
-                out.append({"name": task["name"], "module": module, "args": args, "items": [args]})
+                entry = {"name": task["name"], "module": module, "args": args, "items": [args]}
+                if module == "ansible.builtin.assert":
+                    # Evaluated with the task's own vars, as Ansible does.
+                    entry["holds"] = self._holds(_as_list(task[module]["that"]), task_local)
+                out.append(entry)
                 self._record(task, module, [args])
             else:
                 self._record(task, module, [])

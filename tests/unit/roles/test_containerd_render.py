@@ -1,0 +1,137 @@
+"""containerd rendered for Rocky Linux 9 and 10 and both config layouts, without a host."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+from ansible.errors import AnsibleError
+
+from .host_layer_render import Renderer, by_name, debian_facts, rocky_facts
+
+MIRRORS = {"registry": "registry.mirror.internal:5000/cache",
+           "registries": {"nvcr.io": "nvcr.mirror.internal"},
+           "dnf": {"docker": "http://dnf.mirror.internal"}, "apt": {"docker": "http://apt.mirror.internal"}}
+
+
+def rocky(major: int, **extra) -> Renderer:
+    return Renderer("containerd", rocky_facts(major), extra)
+
+
+@pytest.fixture(params=[9, 10], ids=["rocky9", "rocky10"])
+def major(request):
+    return request.param
+
+
+def config(renderer: Renderer, layout: str) -> dict:
+    return tomllib.loads(renderer.template(f"config-v{layout}.toml.j2"))
+
+
+def leaves(node: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in node.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, dict):
+            out.update(leaves(value, path))
+        else:
+            out[path] = value
+    return out
+
+
+def test_rocky_uses_dockers_repository_through_the_mirror(major):
+    renderer = rocky(major, gpushare_mirrors=MIRRORS, containerd_version="1.7.28-1.el9")
+    tasks = renderer.tasks("install.yml", {"__containerd_version_output": {"stdout": "containerd containerd.io v1.7.28 abc"}})
+    repo = by_name(tasks, "Add Docker's package repository (dnf)")["args"]
+    assert repo["baseurl"] == "http://dnf.mirror.internal/linux/rhel/$releasever/$basearch/stable"
+    assert repo["gpgkey"] == "http://dnf.mirror.internal/linux/rhel/gpg"
+    assert by_name(tasks, "Install the containerd package")["args"]["name"] == "containerd.io-1.7.28-1.el9"
+    assert by_name(tasks, "Decide the config layout")["args"]["__containerd_layout"] == "2"
+
+
+def test_rocky_refuses_a_distribution_package_it_does_not_have(major):
+    failed = " ".join(rocky(major, containerd_source="distribution").failed_asserts("facts.yml"))
+    assert "containerd_source=docker" in failed
+
+
+@pytest.mark.parametrize("version_line,layout,warns", [
+    ("containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+b1", "2", True),
+    ("containerd containerd.io v1.7.28 b98a3aace656", "2", False),
+    ("containerd github.com/containerd/containerd/v2 v2.1.4 75cb2b7", "3", False),
+])
+def test_layout_follows_the_installed_version(version_line, layout, warns):
+    renderer = Renderer("containerd", debian_facts())
+    tasks = renderer.tasks("install.yml", {"__containerd_version_output": {"stdout": version_line}})
+    assert by_name(tasks, "Decide the config layout")["args"]["__containerd_layout"] == layout
+    assert ("Say what containerd 1.6 cannot do" in [t["name"] for t in tasks]) == warns
+
+
+@pytest.mark.parametrize("layout,reference", [("2", "containerd-1.7-config.toml"), ("3", "containerd-2.x-config.toml")])
+def test_config_has_every_setting_of_the_reference(major, layout, reference, reference_dir):
+    ours = leaves(config(rocky(major), layout))
+    expected = leaves(tomllib.loads((reference_dir / "k8s" / "kubeadm" / reference).read_text()))
+    for key, value in expected.items():
+        assert ours.get(key) == value, f"{key}: reference {value!r}, rendered {ours.get(key)!r}"
+
+
+def test_v2_config_pause_image_and_registry_config_path(major):
+    cri = config(rocky(major, gpushare_mirrors=MIRRORS), "2")["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["sandbox_image"] == "registry.mirror.internal:5000/cache/pause:3.10.1"
+    assert cri["registry"]["config_path"] == "/etc/containerd/certs.d"
+    assert cri["containerd"]["runtimes"]["runc"]["runtime_type"] == "io.containerd.runc.v2"
+
+
+def test_v3_config_pause_image_and_registry_config_path(major):
+    plugins = config(rocky(major, gpushare_mirrors=MIRRORS, containerd_cdi_enabled=False), "3")["plugins"]
+    images = plugins["io.containerd.cri.v1.images"]
+    assert images["pinned_images"]["sandbox"] == "registry.mirror.internal:5000/cache/pause:3.10.1"
+    assert images["registry"]["config_path"] == "/etc/containerd/certs.d"
+    assert plugins["io.containerd.cri.v1.runtime"]["enable_cdi"] is False
+
+
+def test_upstream_pause_image_without_mirrors(major):
+    cri = config(rocky(major), "2")["plugins"]["io.containerd.grpc.v1.cri"]
+    assert cri["sandbox_image"] == "registry.k8s.io/pause:3.10.1"
+
+
+def test_hosts_toml_per_mirrored_registry(major):
+    renderer = rocky(major, gpushare_mirrors=MIRRORS)
+    tasks = renderer.tasks("configure.yml", {"__containerd_layout": "3"})
+    files = {item["dest"]: tomllib.loads(item["content"].split("\n", 1)[1])
+             for item in by_name(tasks, "Point each registry at its mirror (hosts.toml)")["items"]}
+    assert set(files) == {f"/etc/containerd/certs.d/{r}/hosts.toml"
+                          for r in ("docker.io", "registry.k8s.io", "nvcr.io", "quay.io", "ghcr.io")}
+    nvcr = files["/etc/containerd/certs.d/nvcr.io/hosts.toml"]
+    assert nvcr["server"] == "https://nvcr.mirror.internal"
+    k8s = files["/etc/containerd/certs.d/registry.k8s.io/hosts.toml"]
+    assert k8s["host"]["https://registry.mirror.internal:5000/v2/cache"]["override_path"] is True
+    assert by_name(tasks, "Write the containerd configuration (containerd parses it before it is used)")["args"][
+        "validate"] == "containerd --config %s config dump"
+
+
+def test_no_hosts_toml_without_mirrors(major):
+    names = [t["name"] for t in rocky(major).tasks("configure.yml", {"__containerd_layout": "2"})]
+    assert "Point each registry at its mirror (hosts.toml)" not in names
+
+
+def test_proxy_dropin(major):
+    proxy = {"http": "http://proxy.internal:3128", "no_proxy": "10.0.0.0/8"}
+    renderer = rocky(major, gpushare_proxy=proxy)
+    text = renderer.template("proxy-dropin.conf.j2")
+    assert 'Environment="HTTP_PROXY=http://proxy.internal:3128"' in text
+    assert 'Environment="NO_PROXY=10.0.0.0/8"' in text
+    assert "HTTPS_PROXY" not in text
+
+
+@pytest.mark.parametrize("extra,words", [
+    ({"containerd_config_layout": "4"}, ["containerd_config_layout", "got 4"]),
+    ({"containerd_source": "snap"}, ["containerd_source", "got snap"]),
+])
+def test_preflight_rejects_bad_choices(extra, words):
+    message = " ".join(rocky(9, **extra).failed_asserts("preflight.yml"))
+    for word in words:
+        assert word in message
+
+
+def test_preflight_rejects_a_proxy_without_scheme():
+    with pytest.raises(AnsibleError, match=r"gpushare_proxy\.http"):
+        rocky(9, gpushare_proxy={"http": "proxy.internal:3128"}).failed_asserts("preflight.yml")
