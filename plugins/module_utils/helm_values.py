@@ -37,6 +37,7 @@ MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 DRA_PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"
+GPU_CLIENT_LABEL = "nvidia.com/gpu.deploy.client"
 ALL_DISABLED = "all-disabled"
 DEFAULT_DEVICE_PLUGIN_CONFIG = "gpushare-default"
 
@@ -350,7 +351,10 @@ def dra_driver_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> D
         "resources": {"gpus": {"enabled": True},
                       "computeDomains": {"enabled": bool(settings.get("compute_domains", False))}},
         "featureGates": dict(sorted(gates.items())),
-        "kubeletPlugin": {"nodeSelector": {DRA_PLUGIN_LABEL: "true"}},
+        # gpu.deploy.client: the operator (26.7) sets this node label and pauses it while
+        # MIG Manager repartitions or the driver is upgraded, which restarts the plugin so
+        # it advertises the new MIG devices.
+        "kubeletPlugin": {"nodeSelector": {DRA_PLUGIN_LABEL: "true", GPU_CLIENT_LABEL: "true"}},
     }
     if plan["distribution"] == "microk8s":
         values["kubeletPlugin"]["kubeletRegistrarDirectoryPath"] = f"{MICROK8S_KUBELET_DIR}/plugins_registry"

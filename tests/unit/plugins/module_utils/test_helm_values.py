@@ -100,7 +100,8 @@ def test_dra_driver_time_slicing_gate_follows_the_plans_claims(dra_plan):
     assert values["featureGates"] == {"MPSSupport": False, "TimeSlicingSettings": True}
     assert values["gpuResourcesEnabledOverride"] is True
     assert values["nvidiaDriverRoot"] == "/run/nvidia/driver"
-    assert values["kubeletPlugin"]["nodeSelector"] == {"nvidia.com/dra-kubelet-plugin": "true"}
+    assert values["kubeletPlugin"]["nodeSelector"] == {"nvidia.com/dra-kubelet-plugin": "true",
+                                                       "nvidia.com/gpu.deploy.client": "true"}
     assert values["kubeletPlugin"]["kubeletPluginsDirectoryPath"].startswith("/var/snap/microk8s/")
     # no time-slicing settings in the claims -> the gate stays off
     plain = copy.deepcopy(dra_plan)
