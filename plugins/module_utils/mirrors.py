@@ -350,7 +350,7 @@ def containerd_hosts_toml(upstream_registry: str, mirrors: Optional[Mapping[str,
     target = registry_mirror(upstream_registry, mirrors)
     if not target:
         return None
-    host, _, path = target.partition("/")
+    host, _sep, path = target.partition("/")
     url = f"https://{host}/v2/{path}" if path else f"https://{host}"
     lines = [] if path else [f'server = "{url}"', ""]
     lines += [f'[host."{url}"]', '  capabilities = ["pull", "resolve"]']
@@ -528,7 +528,7 @@ def driver_os_tag(distribution: str, version: str, host: Optional[str] = None) -
         raise MirrorError(f"{where}distribution: {distribution!r} has no GPU Operator driver image "
                           f"(supported: Ubuntu {', '.join(DRIVER_OS['ubuntu'])}; Rocky/RHEL 8, 9, 10)")
     text = str(version or "").strip()
-    release = text if os_id == "ubuntu" else text.split(".")[0]
+    release = text if os_id == "ubuntu" else text.split(".", maxsplit=1)[0]
     if release not in DRIVER_OS[os_id]:
         raise MirrorError(f"{where}distribution version: {os_id} {text!r} has no GPU Operator driver image "
                           f"(supported: {', '.join(DRIVER_OS[os_id])})")

@@ -292,6 +292,8 @@ def test_driver_naming_matches_operator_docs(reference_dir):
     # The validated precompiled table: OS, kernel series and branches as in the docs.
     table = platform.split(".. _supported-precompiled-drivers:")[1].split("Partner Validated")[0]
     rows = re.findall(r"\* - Ubuntu (\d\d\.\d\d)\n\s+- [^\n]+\n\s+- ([^\n]+)\n\s+- ([^\n]+)", table)
-    parsed = {f"ubuntu{os}": {k.strip(): tuple(b.strip().lstrip("R") for b in branches.split(","))
-                             for k in kernels.split(",")} for os, kernels, branches in rows}
+    parsed = {}
+    for os_release, kernels, branches in rows:
+        supported = tuple(branch.strip().lstrip("R") for branch in branches.split(","))
+        parsed[f"ubuntu{os_release}"] = {kernel.strip(): supported for kernel in kernels.split(",")}
     assert parsed == m.PRECOMPILED_VALIDATED
