@@ -29,7 +29,7 @@ description:
     and a new plan; when nothing differs from what is already there, nothing is written.
   - Runs on the controller only; it never connects to a host. Supports check mode.
 author:
-  - gpushare.cluster maintainers
+  - gpushare.cluster maintainers (@gpushare)
 options:
   plan:
     description:
