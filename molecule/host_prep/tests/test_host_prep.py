@@ -95,3 +95,9 @@ def test_firewall_package_only_where_configured(host):
 
 def test_no_proxy_file_without_proxy(host):
     assert not host.file("/etc/apt/apt.conf.d/90gpushare-proxy").exists
+
+
+def test_no_driver_installed_without_nvidia_gpus(host):
+    # gpu_host_driver ran on the GPU worker; this PCI bus has no NVIDIA device.
+    assert not host.exists("nvidia-smi")
+    assert not host.package("nvidia-compute-utils-580-server").is_installed
