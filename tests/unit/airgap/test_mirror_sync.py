@@ -135,3 +135,29 @@ def test_sync_copies_then_changes_nothing(registries, tool, image):
     _manifest, again = _sync(registries, [source], tool)
     assert again["Copy the missing images"].get("changed") is False, again["Copy the missing images"]
     assert again["Check which images the mirror already has"]["results"][0]["rc"] == 0
+
+
+def test_manifest_files_are_stable_and_a_second_run_changes_nothing(tmp_path):
+    """Without sync: manifest.yml, images.txt, charts.txt for the example inventory."""
+    collections = str(Path(sys.modules[m.__name__].__file__).parents[5])
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_STDOUT_CALLBACK="json",
+               ANSIBLE_LOCALHOST_WARNING="false")
+    extra = json.dumps({"gpushare_mirror_dir": str(tmp_path / "out"), "gpushare_mirror_driver_os": ["ubuntu24.04"],
+                        "gpushare_mirrors": {"registry": "registry.internal:5000"}})
+    runs = []
+    for _run in range(2):
+        result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i",
+                                 str(REPO / "inventories/example"), str(REPO / "playbooks/mirror.yml"), "-e", extra],
+                                capture_output=True, text=True, env=env, timeout=300, check=False, cwd=tmp_path)
+        assert result.returncode == 0, result.stdout[-3000:]
+        runs.append((json.loads(result.stdout)["stats"]["localhost"]["changed"],
+                     (tmp_path / "out/manifest.yml").read_bytes()))
+    assert runs[0][0] > 0 and runs[1][0] == 0
+    assert runs[0][1] == runs[1][1]
+    manifest = yaml.safe_load(runs[1][1])
+    images = (tmp_path / "out/images.txt").read_text(encoding="utf-8").splitlines()
+    assert images == [entry["image"] for entry in manifest["images"]] and len(images) >= 15
+    assert "nvcr.io/nvidia/driver:595.91.07-ubuntu24.04" in images
+    assert all(entry["mirror"].startswith("registry.internal:5000/") for entry in manifest["images"])
+    charts = (tmp_path / "out/charts.txt").read_text(encoding="utf-8").splitlines()
+    assert "gpu-operator v26.7.0 https://helm.ngc.nvidia.com/nvidia" in charts
