@@ -182,7 +182,8 @@ class Renderer:
             conditions = inherited + _as_list(task.get("when"))
             task_local = {**local, **dict(task.get("vars") or {})}
             if "block" in task:
-                self._walk(task["block"], conditions, task_local, out)
+                for part in ("block", "rescue", "always"):
+                    self._walk(task.get(part) or [], conditions, task_local, out)
                 continue
             module = next(k for k in task if "." in k and k.split(".")[0] in {"ansible", "community", "containers"})
             if module.endswith(("import_tasks", "include_tasks", "meta")):

@@ -135,3 +135,21 @@ def test_preflight_rejects_bad_choices(extra, words):
 def test_preflight_rejects_a_proxy_without_scheme():
     with pytest.raises(AnsibleError, match=r"gpushare_proxy\.http"):
         rocky(9, gpushare_proxy={"http": "proxy.internal:3128"}).failed_asserts("preflight.yml")
+
+
+PROBES = {"__containerd_version_output": {"stdout": "containerd containerd.io v2.1.4 abc", "rc": 0},
+          "__containerd_layout": "3", "__containerd_package_result": {"changed": False}}
+
+
+@pytest.mark.parametrize("task_file", ["preflight.yml", "facts.yml", "install.yml", "configure.yml"])
+def test_every_task_file_renders_for_rocky(major, task_file):
+    renderer = rocky(major, gpushare_mirrors=MIRRORS, gpushare_proxy={"https": "http://proxy.internal:3128"})
+    assert renderer.tasks(task_file, PROBES), f"{task_file}: no task would run on Rocky {major}"
+
+
+@pytest.mark.parametrize("template", ["config-v2.toml.j2", "config-v3.toml.j2", "proxy-dropin.conf.j2"])
+def test_every_template_renders_for_rocky(major, template):
+    text = rocky(major, gpushare_mirrors=MIRRORS, gpushare_proxy={"https": "http://proxy.internal:3128"}).template(template)
+    assert text.startswith("# Ansible managed")
+    if template.endswith(".toml.j2"):
+        assert tomllib.loads(text)["version"] == int(template[8])

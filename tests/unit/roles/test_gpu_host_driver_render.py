@@ -106,3 +106,12 @@ def test_preflight_rejects_bad_input(extra, words):
 
 def test_preflight_accepts_the_defaults():
     assert Renderer("gpu_host_driver", rocky_facts(10)).failed_asserts("preflight.yml") == []
+
+
+@pytest.mark.parametrize("task_file", ["preflight.yml", "facts.yml", "driver_RedHat.yml", "services.yml"])
+def test_every_task_file_renders_for_rocky(major, task_file):
+    renderer = prepared(rocky_facts(major), H100_HGX, gpushare_gpus=[{"index": 0, "model": "B200"}],
+                        gpushare_mirrors={"dnf": {"nvidia": "http://dnf.mirror.internal"}})
+    probes = dict(H100_HGX, __gpu_host_driver_install={"changed": True},
+                  __gpu_host_driver_smi={"rc": 0, "stdout_lines": ["0, NVIDIA B200, 580.95.05"]})
+    assert renderer.tasks(task_file, probes), f"{task_file}: no task would run on Rocky {major}"

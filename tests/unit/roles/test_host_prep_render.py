@@ -125,8 +125,8 @@ def test_gpu_node_on_rocky(major):
     renderer = rocky(major, gpushare_gpus=[{"index": 0, "model": "H100-80GB"}], host_prep_kernel_params=["iommu=pt", "intel_iommu=on"])
     grubby = {"__host_prep_grubby": {"stdout": 'index=0\nargs="ro crashkernel=auto iommu=pt"\n', "rc": 0}}
     tasks = renderer.tasks("gpu.yml", grubby)
-    headers = by_name(tasks, "Install the headers of the running kernel (driver builds)")["args"]["name"]
-    assert headers == [f"kernel-devel-{rocky_facts(major)['kernel']}", "kernel-headers"]
+    headers = by_name(tasks, "Install mokutil and the running kernel's headers (driver builds)")["args"]["name"]
+    assert headers == ["mokutil", f"kernel-devel-{rocky_facts(major)['kernel']}", "kernel-headers"]
     # Only the parameter the default kernel lacks is added.
     assert by_name(tasks, "Set the extra kernel parameters (RedHat family)")["args"]["argv"] == [
         "grubby", "--update-kernel=ALL", "--args=intel_iommu=on"]
@@ -251,3 +251,49 @@ def test_roles_pass_ansible_syntax_check(tmp_path):
     result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "--syntax-check", "-i", "localhost,",
                              str(playbook)], env=env, capture_output=True, text=True, check=False, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+PROBES = {
+    "__host_prep_pro_status": {"stdout": '{"attached": false, "services": []}', "rc": 0},
+    "__host_prep_depot_enabled": {"stdout": "", "rc": 1},
+    "__host_prep_sysctl_now": {"stdout_lines": ["net.ipv4.ip_forward = 0"], "rc": 0},
+    "__host_prep_proc_modules": {"stat": {"exists": True}},
+    "__host_prep_secure_boot": {"stdout": "SecureBoot disabled", "rc": 0},
+    "__host_prep_grubby": {"stdout": 'args="ro"', "rc": 0},
+    "__host_prep_pro_config": {"path": "/tmp/tmpabc.pro.yaml"},
+}
+EVERYTHING_ON = {
+    "gpushare_gpus": [{"index": 0, "model": "H100-80GB"}], "gpushare_mirrors": MIRRORS, "gpushare_proxy": PROXY,
+    "host_prep_ubuntu_pro_token": "t", "host_prep_ciq_mode": "depot", "host_prep_ciq_username": "u",
+    "host_prep_ciq_token": "t", "host_prep_nvidia_repo_enabled": True, "host_prep_chrony_servers": ["ntp.internal"],
+    "host_prep_firewall": "configure", "host_prep_firewall_sources": ["10.0.0.0/8"],
+    "host_prep_kernel_params": ["iommu=pt"], "host_prep_reboot_allowed": True,
+}
+
+
+APT_ONLY = ("repositories_apt.yml", "firewall_ufw.yml", "ubuntu_pro.yml")
+TASK_FILES = sorted(p.name for p in (ROLES / "host_prep" / "tasks").glob("*.yml") if p.name != "main.yml")
+
+
+@pytest.mark.parametrize("task_file", [f for f in TASK_FILES if f not in APT_ONLY])
+def test_every_task_file_renders_for_rocky(major, task_file):
+    renderer = rocky(major, **EVERYTHING_ON)
+    renderer.variables.update(__host_prep_subscription_tasks="ciq.yml", __host_prep_sources_changed=True)
+    assert renderer.tasks(task_file, PROBES), f"{task_file}: no task would run on Rocky {major}"
+
+
+@pytest.mark.parametrize("task_file", [f for f in TASK_FILES if f not in ("repositories_dnf.yml", "firewall_firewalld.yml",
+                                                                          "ciq.yml", "selinux.yml")])
+def test_every_task_file_renders_for_ubuntu(task_file):
+    facts = dict(debian_facts(), distribution="Ubuntu", distribution_major_version="24", distribution_version="24.04",
+                 distribution_release="noble", virtualization_type="kvm", virtualization_role="host")
+    renderer = Renderer("host_prep", facts, EVERYTHING_ON)
+    renderer.variables.update(__host_prep_in_container=False, __host_prep_subscription_tasks="ubuntu_pro.yml",
+                              __host_prep_sources_changed=True)
+    assert renderer.tasks(task_file, PROBES), f"{task_file}: no task would run on Ubuntu 24.04"
+
+
+@pytest.mark.parametrize("template", sorted(p.name for p in (ROLES / "host_prep" / "templates").glob("*.j2")))
+def test_every_template_renders_for_rocky(major, template):
+    text = rocky(major, **EVERYTHING_ON).template(template)
+    assert "Ansible managed" in text.splitlines()[0]
