@@ -439,9 +439,10 @@ def summary_table(plan: Dict[str, Any], max_rows: Optional[int] = None) -> str:
         hidden_gpus = total_gpus - max_rows
         gpu_rows = gpu_rows[:max_rows]
     parts = [
-        "Plan: %s %s, backend %s, %d GPUs on %d nodes, %d teams"
+        "Plan: %s %s, backend %s, %d GPU%s on %d node%s, %d team%s"
         % (plan.get("distribution", "?"), plan.get("kubernetes_version", "?"), plan.get("backend", "?"),
-           total_gpus, len(nodes), len(teams)),
+           total_gpus, "" if total_gpus == 1 else "s", len(nodes), "" if len(nodes) == 1 else "s",
+           len(teams), "" if len(teams) == 1 else "s"),
         "",
         _table(["node", "gpu", "model", "use", "team", "layout", "resources"], gpu_rows),
     ]

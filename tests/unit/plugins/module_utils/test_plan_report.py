@@ -118,7 +118,7 @@ def test_dra_shared_gpus_explain_who_enforces_what(plan):
 def test_summary_lists_each_gpu_team_and_warning(plan):
     text = plan_report.summary_table(plan)
     lines = text.splitlines()
-    assert lines[0] == "Plan: microk8s 1.35, backend dra, 4 GPUs on 1 nodes, 3 teams"
+    assert lines[0] == "Plan: microk8s 1.35, backend dra, 4 GPUs on 1 node, 3 teams"
     gpu_lines = [line for line in lines if line.startswith("gpu1 ")]
     assert len(gpu_lines) == 4
     assert "1g.24gb@0(embeddings)" in gpu_lines[1]
