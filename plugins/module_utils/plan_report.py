@@ -202,7 +202,11 @@ def _gpu_row(host: str, gpu: Dict[str, Any], row: int, colours: Dict[str, str]) 
         for inst in gpu["instances"]:
             x = _BAR_X + unit_width * inst["start"]
             width = unit_width * inst["size"]
+            # A named instance serves an inventory need; unnamed ones (explicit profiles, or
+            # left-over slices) are shown by profile and usable memory.
             label = inst.get("name") or inst["profile"]
+            detail = inst["profile"] if inst.get("name") else (
+                "%.1f GiB" % (inst["memory_mib"] / 1024.0) if isinstance(inst.get("memory_mib"), int) else "")
             parts.append(
                 '<g class="mig-instance" data-host="%s" data-gpu-index="%d" data-profile="%s" '
                 'data-start="%d" data-size="%d" data-name="%s">'
@@ -216,7 +220,7 @@ def _gpu_row(host: str, gpu: Dict[str, Any], row: int, colours: Dict[str, str]) 
                    ", %d MiB" % inst["memory_mib"] if isinstance(inst.get("memory_mib"), int) else "",
                    x + 1, bar_y + 1, width - 2, _BAR_HEIGHT - 2, colour,
                    x + 5, bar_y + 14, ink, _esc(_fit(label, width)),
-                   x + 5, bar_y + 27, ink, _esc(_fit(inst["profile"], width))))
+                   x + 5, bar_y + 27, ink, _esc(_fit(detail, width))))
     parts.append("</g>")
     return "".join(parts)
 

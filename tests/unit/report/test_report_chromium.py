@@ -4,9 +4,9 @@
 """Open the plan report in headless Chromium: it loads without console errors, draws
 exactly the inventory's GPUs and the plan's MIG instances, and prints.
 
-The report is built from the bundled example inventory by the real planner when it is
-part of the checkout (and from the documented-shape fixture otherwise). A screenshot and
-a PDF print are saved under build/test-artifacts/ for people to look at.
+The reports are built from the bundled example and multinode inventories by plan.yml with
+the real planner, as `make demo` does. A screenshot and a PDF print of each are saved
+under build/test-artifacts/.
 """
 
 from __future__ import annotations
@@ -22,12 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import plan_report
-
 REPO_ROOT = Path(__file__).resolve().parents[3]
 ARTIFACTS = REPO_ROOT / "build" / "test-artifacts"
-EXAMPLE = REPO_ROOT / "inventories" / "example"
-FIXTURE = REPO_ROOT / "tests" / "unit" / "fixtures" / "plan_report" / "example_plan.yml"
+INVENTORIES = REPO_ROOT / "inventories"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 CHROMIUM_FLAGS = [
@@ -76,15 +73,15 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _inventory_gpus():
-    """(host, index) of every GPU the example inventory declares, shorthand expanded."""
-    hosts = yaml.safe_load((EXAMPLE / "hosts.yml").read_text(encoding="utf-8"))
+def _inventory_gpus(inventory):
+    """(host, index, use, team) of every GPU the inventory declares, shorthand expanded."""
+    hosts = yaml.safe_load((inventory / "hosts.yml").read_text(encoding="utf-8"))
     names = set()
     for group in hosts["all"]["children"].values():
         names.update((group.get("hosts") or {}).keys())
     gpus = []
     for host in sorted(names):
-        host_vars = EXAMPLE / "host_vars" / ("%s.yml" % host)
+        host_vars = inventory / "host_vars" / ("%s.yml" % host)
         if not host_vars.exists():
             continue
         next_index = 0
@@ -99,12 +96,12 @@ def _inventory_gpus():
     return gpus
 
 
-def _plan_with_playbook(directory):
-    """Run plan.yml on the example inventory (the `make demo` path) into directory."""
+def _plan_with_playbook(inventory, directory):
+    """Run plan.yml on the inventory (the `make demo` path) into directory."""
     spec = importlib.util.spec_from_file_location("gpushare_playbook_runner", REPO_ROOT / "tests" / "unit" / "playbooks" / "runner.py")
     runner = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
-    result = runner.run_plan_playbook(EXAMPLE, directory)
+    result = runner.run_plan_playbook(inventory, directory, "-e", "gpushare_plan_render_addons=false")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return json.loads((directory / "plan.json").read_text(encoding="utf-8"))
 
@@ -132,17 +129,13 @@ def _console_errors(stderr):
     return [line for line in stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
+@pytest.fixture(scope="module", params=["example", "multinode"])
+def report(request, tmp_path_factory):
+    inventory = INVENTORIES / request.param
     directory = tmp_path_factory.mktemp("report")
     index = directory / "index.html"
-    if (REPO_ROOT / "plugins" / "modules" / "cluster_plan.py").exists():
-        plan = _plan_with_playbook(directory)
-    else:
-        # Until the planner is part of the checkout, the documented-shape fixture.
-        plan = yaml.safe_load(FIXTURE.read_text(encoding="utf-8"))
-        index.write_text(plan_report.render_html(plan), encoding="utf-8")
-    return {"plan": plan, "index": index, "dir": directory}
+    plan = _plan_with_playbook(inventory, directory)
+    return {"plan": plan, "index": index, "dir": directory, "inventory": inventory, "name": request.param}
 
 
 def test_report_loads_without_errors_and_draws_the_inventory(report, tmp_path):
@@ -159,7 +152,7 @@ def test_report_loads_without_errors_and_draws_the_inventory(report, tmp_path):
     assert _console_errors(result.stderr) == []
 
     drawn = json.loads(root["data-probe-gpus"])
-    assert sorted((g["host"], g["index"], g["use"], g["team"]) for g in drawn) == sorted(_inventory_gpus())
+    assert sorted((g["host"], g["index"], g["use"], g["team"]) for g in drawn) == sorted(_inventory_gpus(report["inventory"]))
     assert all(g["width"] > 100 and g["height"] > 10 for g in drawn), drawn
 
     expected = sorted(
@@ -170,7 +163,7 @@ def test_report_loads_without_errors_and_draws_the_inventory(report, tmp_path):
     )
     instances = json.loads(root["data-probe-instances"])
     assert sorted((i["host"], i["index"], i["profile"], i["start"], i["size"]) for i in instances) == expected
-    assert expected, "the example inventory cuts a GPU with MIG"
+    assert expected, "both inventories cut GPUs with MIG"
     # Laid out in proportion: instances of equal size get equal widths on the page.
     by_size = {}
     for inst in instances:
@@ -180,15 +173,16 @@ def test_report_loads_without_errors_and_draws_the_inventory(report, tmp_path):
 
 def test_screenshot_and_print_are_saved_as_artifacts(report, tmp_path):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    screenshot = ARTIFACTS / "plan-report-example.png"
-    pdf = ARTIFACTS / "plan-report-example.pdf"
+    screenshot = ARTIFACTS / ("plan-report-%s.png" % report["name"])
+    pdf = ARTIFACTS / ("plan-report-%s.pdf" % report["name"])
     for stale in (screenshot, pdf):
         if stale.exists():
             stale.unlink()
-    shot = _chromium(tmp_path, "--screenshot=%s" % screenshot, report["index"].as_uri())
+    height = 1400 if report["name"] == "example" else 2600
+    shot = _chromium(tmp_path, "--screenshot=%s" % screenshot, "--window-size=1200,%d" % height, report["index"].as_uri())
     assert _console_errors(shot.stderr) == []
     printed = _chromium(tmp_path, "--print-to-pdf=%s" % pdf, "--no-pdf-header-footer", report["index"].as_uri())
     assert _console_errors(printed.stderr) == []
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert pdf.read_bytes()[:5] == b"%PDF-"
-    shutil.copy(report["index"], ARTIFACTS / "plan-report-example.html")
+    shutil.copy(report["index"], ARTIFACTS / ("plan-report-%s.html" % report["name"]))
