@@ -5,11 +5,16 @@
 against stand-ins of the kubernetes.core modules (tests/unit/fixtures/addons/
 fake_kubernetes) that keep a small cluster in a JSON file and log every call.
 
-What this proves: the task order per node (cordon, delete GPU pods, label, wait for MIG
-Manager, uncordon), one node finished before the next starts, and the failure path
-(MIG Manager reports failed: the run stops, the node stays cordoned, the error quotes
-the node's state and the MIG Manager log, later nodes are not touched). What it does
-not prove: how a real API server, kubelet or MIG Manager behave."""
+What this proves: the task order per node (cordon, mark and evict only the GPU pods
+through k8s_drain, wait until they are gone, label, wait for MIG Manager, uncordon), one
+node finished before the next starts, and the failure paths: MIG Manager reports failed
+(the run stops, the node stays cordoned, the error quotes the node's state and the MIG
+Manager log, later nodes are not touched); a PodDisruptionBudget keeps refusing the
+eviction (retried until gpu_operator_drain_timeout, then the run stops naming the pods
+still there, the node stays cordoned and unlabelled); a GPU pod no controller manages
+(refused at once unless gpu_operator_drain_force). The k8s_drain stand-in applies the
+real module's pod filters and messages (kubernetes.core 6.2.0). What it does not prove:
+how a real API server, kubelet, PodDisruptionBudget controller or MIG Manager behave."""
 
 from __future__ import annotations
 
@@ -32,12 +37,16 @@ def collections_dir() -> str:
     raise RuntimeError("ansible_collections/gpushare/cluster is not on sys.path")
 
 
-def pod(name, namespace, node, resources=None, owner=None, labels=None):
+EVICT_LABEL = "gpushare.io/evict-for-relabel"
+
+
+def pod(name, namespace, node, resources=None, owner=None, labels=None, volumes=None):
     metadata = {"name": name, "namespace": namespace, "labels": labels or {}}
     if owner:
         metadata["ownerReferences"] = [{"kind": owner, "name": "x"}]
     return {"metadata": metadata, "status": {"phase": "Running"},
-            "spec": {"nodeName": node, "containers": [{"name": "c", "resources": {"limits": resources or {}}}]}}
+            "spec": {"nodeName": node, "volumes": volumes or [],
+                     "containers": [{"name": "c", "resources": {"limits": resources or {}}}]}}
 
 
 def cluster(mig_result):
@@ -45,11 +54,13 @@ def cluster(mig_result):
         "nodes": {"a100": {"labels": {"nvidia.com/mig.config": "all-disabled"}},
                   "l40s": {"labels": {}}},
         "pods": [
-            pod("trainer", "data", "a100", {"nvidia.com/mig-3g.20gb": 1}),
-            pod("web", "data", "a100", {"cpu": "1"}),
+            # /dev/shm as an emptyDir, as GPU serving pods often have
+            pod("trainer", "data", "a100", {"nvidia.com/mig-3g.20gb": 1}, owner="Job",
+                volumes=[{"name": "dshm", "emptyDir": {"medium": "Memory"}}]),
+            pod("web", "data", "a100", {"cpu": "1"}, owner="ReplicaSet"),
             pod("nvidia-mig-manager-abcde", "gpu-operator", "a100", owner="DaemonSet",
                 labels={"app": "nvidia-mig-manager"}),
-            pod("notebook", "data-notebooks", "l40s", {"nvidia.com/gpu.shared": 1}),
+            pod("notebook", "data-notebooks", "l40s", {"nvidia.com/gpu.shared": 1}, owner="StatefulSet"),
         ],
         "mig_result": {"a100": mig_result},
         "logs": {"nvidia-mig-manager-abcde": ["Applying the selected MIG config to the node",
@@ -58,16 +69,19 @@ def cluster(mig_result):
     }
 
 
-def run_relabel(tmp: Path, mig_result: str):
+def run_relabel(tmp: Path, mig_result: str, change=None, extra_vars=None):
     state = tmp / "cluster.json"
-    state.write_text(json.dumps(cluster(mig_result)))
+    start = cluster(mig_result)
+    if change:
+        change(start)
+    state.write_text(json.dumps(start))
     playbook = tmp / "relabel.yml"
     playbook.write_text(yaml.safe_dump([{
         "name": "Relabel the GPU nodes",
         "hosts": "localhost",
         "gather_facts": False,
         "vars": {"gpushare_plan": yaml.safe_load((FIXTURES / "plan_device_plugin.yml").read_text()),
-                 "gpu_operator_mig_log_lines": 1},
+                 "gpu_operator_mig_log_lines": 1, **(extra_vars or {})},
         "tasks": [{"name": "Relabel", "ansible.builtin.include_role": {"name": "gpushare.cluster.gpu_operator",
                                                                         "tasks_from": "relabel"}}],
     }]))
@@ -86,8 +100,14 @@ def steps(calls):
     out = []
     for call in calls:
         module, kind = call["module"], call.get("kind") or (call.get("definition") or {}).get("kind")
-        if module == "k8s_drain":
+        if module == "k8s_drain" and call["state"] == "drain":
+            assert call["pod_selectors"] == [f"{EVICT_LABEL}=true"], call  # only the marked GPU pods
+            assert call["delete_options"] == {"force": False, "delete_emptydir_data": True, "ignore_daemonsets": True}
+            out.append(f"evict {call['name']}")
+        elif module == "k8s_drain":
             out.append(f"{call['state']} {call['name']}")
+        elif module == "k8s_info" and kind == "Pod" and call.get("label_selectors") == [f"{EVICT_LABEL}=true"]:
+            out.append("pods left " + call["field_selectors"][0].split("=")[1])
         elif module == "k8s_info" and kind == "Pod" and call.get("label_selectors"):
             out.append("find mig-manager " + call["field_selectors"][0].split("=")[1])
         elif module == "k8s_info" and kind == "Pod":
@@ -96,6 +116,10 @@ def steps(calls):
             out.append(f"wait {call['name']}")
         elif module == "k8s" and call.get("state") == "absent":
             out.append(f"delete {call['namespace']}/{call['name']}")
+        elif module == "k8s" and call.get("state") == "patched" and call["definition"]["kind"] == "Pod":
+            meta = call["definition"]["metadata"]
+            assert meta["labels"] == {EVICT_LABEL: "true"}, meta
+            out.append(f"mark {meta['namespace']}/{meta['name']}")
         elif module == "k8s" and call.get("state") == "patched":
             out.append("label %s %s" % (call["definition"]["metadata"]["name"],
                                         ",".join(sorted(call["definition"]["metadata"]["labels"]))))
@@ -109,11 +133,14 @@ def test_nodes_are_relabelled_one_at_a_time_in_order(tmp_path):
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert state["calls"][0]["module"] == "k8s_info" and state["calls"][0]["kind"] == "Node"
     assert steps(state["calls"]) == [
-        "cordon a100", "list pods a100", "delete data/trainer", "label a100 nvidia.com/mig.config",
-        "wait a100", "uncordon a100",
-        "cordon l40s", "list pods l40s", "delete data-notebooks/notebook",
+        "cordon a100", "list pods a100", "mark data/trainer", "evict a100", "pods left a100",
+        "label a100 nvidia.com/mig.config", "wait a100", "uncordon a100",
+        "cordon l40s", "list pods l40s", "mark data-notebooks/notebook", "evict l40s", "pods left l40s",
         "label l40s nvidia.com/device-plugin.config", "uncordon l40s",
     ]
+    # evicted, never deleted: the Eviction API is what honours PodDisruptionBudgets
+    assert state["evicted"] == ["data/trainer", "data-notebooks/notebook"]
+    assert not [c for c in state["calls"] if c["module"] == "k8s" and c.get("state") == "absent"]
     assert state["nodes"]["a100"]["labels"]["nvidia.com/mig.config"] == "gpushare-a100"
     assert state["nodes"]["l40s"]["labels"]["nvidia.com/device-plugin.config"] == "gpushare-ts-4"
     assert not state["nodes"]["a100"]["unschedulable"] and not state["nodes"]["l40s"]["unschedulable"]
@@ -125,8 +152,8 @@ def test_a_failed_mig_change_stops_with_the_node_state_and_log(tmp_path):
     result, state = run_relabel(tmp_path, "failed")
     assert result.returncode != 0
     assert steps(state["calls"]) == [
-        "cordon a100", "list pods a100", "delete data/trainer", "label a100 nvidia.com/mig.config",
-        "wait a100", "find mig-manager a100", "log nvidia-mig-manager-abcde",
+        "cordon a100", "list pods a100", "mark data/trainer", "evict a100", "pods left a100",
+        "label a100 nvidia.com/mig.config", "wait a100", "find mig-manager a100", "log nvidia-mig-manager-abcde",
     ]
     assert state["nodes"]["a100"]["unschedulable"] is True  # left cordoned for the operator to look at
     assert "unschedulable" not in state["nodes"]["l40s"]  # the next node was never touched
@@ -135,6 +162,47 @@ def test_a_failed_mig_change_stops_with_the_node_state_and_log(tmp_path):
     assert "nvidia.com/mig.config.state is 'failed'" in message
     assert "Insufficient Resources" in message  # the last log line (gpu_operator_mig_log_lines: 1)
     assert "Applying the selected MIG config" not in message
+
+
+def test_a_disruption_budget_that_keeps_refusing_stops_the_run_with_the_pods_named(tmp_path):
+    def serving_pods(start):
+        start["pods"].append(pod("vllm-0", "production", "a100", {"nvidia.com/mig-3g.20gb": 1}, owner="ReplicaSet"))
+        start["pdb_blocked"] = ["production/vllm-0"]
+
+    result, state = run_relabel(tmp_path, "success", serving_pods, {"gpu_operator_drain_timeout": 2})
+    assert result.returncode != 0
+    # retried while the budget refuses (timeout 2 s: delay 2 s, one retry), then nothing else
+    assert steps(state["calls"]) == [
+        "cordon a100", "list pods a100", "mark data/trainer", "mark production/vllm-0",
+        "evict a100", "evict a100", "pods left a100",
+    ]
+    assert state["nodes"]["a100"]["unschedulable"] is True  # left cordoned
+    assert state["nodes"]["a100"]["labels"]["nvidia.com/mig.config"] == "all-disabled"  # not relabelled
+    assert "unschedulable" not in state["nodes"]["l40s"]
+    assert {p["metadata"]["name"] for p in state["pods"]} >= {"vllm-0", "web"}
+    message = result.stdout
+    assert "Node a100: GPU pods still on the node" in message
+    assert "gpu_operator_drain_timeout=2 s): production/vllm-0." in message
+    assert "violate the pod's disruption budget" in message
+    assert "The node stays cordoned" in message
+
+
+def test_a_gpu_pod_no_controller_manages_is_refused_at_once_unless_forced(tmp_path):
+    def bare_pod(start):
+        start["pods"].append(pod("debug", "data", "a100", {"nvidia.com/mig-1g.5gb": 1}))
+
+    result, state = run_relabel(tmp_path, "success", bare_pod)
+    assert result.returncode != 0
+    assert steps(state["calls"]) == [
+        "cordon a100", "list pods a100", "mark data/trainer", "mark data/debug", "evict a100", "pods left a100"]
+    assert "Node a100: GPU pods still on the node" in result.stdout
+    assert "s): data/trainer, data/debug." in result.stdout
+    assert "use option force set to yes" in result.stdout
+    assert state["nodes"]["a100"]["unschedulable"] is True
+
+    forced, state = run_relabel(tmp_path, "success", bare_pod, {"gpu_operator_drain_force": True})
+    assert forced.returncode == 0, forced.stdout[-3000:]
+    assert "data/debug" in state["evicted"]
 
 
 def test_nothing_happens_when_the_labels_are_already_right(tmp_path):
