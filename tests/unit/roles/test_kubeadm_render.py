@@ -223,3 +223,38 @@ def test_even_control_planes_and_workers_without_control_plane(tmp_path):
     (tmp_path / "nocp").mkdir()
     result = render(tmp_path / "nocp", "kubeadm", workers_only, {}, expect_failure=True)
     assert "control_plane: the group is empty but workers (gpu1, gpu2) need a control plane to join" in result.stdout
+
+
+def test_calico_values_follow_pod_cidr(ha):
+    cni = load_docs(ha / "cp1" / "cni.yaml")[0]
+    assert (cni["release"], cni["chart_ref"], cni["version"], cni["namespace"]) == (
+        "calico", "tigera-operator", "v3.32.0", "tigera-operator")
+    assert cni["chart_repo_url"] == "https://docs.tigera.io/calico/charts"
+    assert cni["values"]["installation"]["calicoNetwork"]["ipPools"][0]["cidr"] == "10.244.0.0/16"
+    assert "registry" not in cni["values"]["installation"]
+    assert not (ha / "cp2" / "cni.yaml").exists()
+
+
+def test_ubuntu_exact_version_cilium_from_oci_mirror(tmp_path):
+    host = {"solo": {"group": "control_plane", "os": "ubuntu-24.04",
+                     "facts": {"hostname": "solo", "default_ipv4": {"address": "10.1.0.5", "interface": "eth0",
+                                                                     "network": "10.1.0.0", "netmask": "255.255.0.0"}}}}
+    render(tmp_path, "kubeadm", host, {
+        "gpushare_kubernetes_version": "1.35", "kubeadm_package_version": "1.35.2", "kubeadm_cni": "cilium",
+        "kubeadm_pod_cidr": "10.42.0.0/16",
+        "gpushare_mirrors": {"helm": {"oci": "oci://registry.example.internal/charts"}, "registry": "registry.example.internal"},
+    })
+    out = tmp_path / "out" / "kubeadm" / "solo"
+    assert "Pin: version 1.35.2*\n" in (out / "kubernetes.pref").read_text()
+    cni = load_docs(out / "cni.yaml")[0]
+    assert cni["chart_ref"] == "oci://registry.example.internal/charts/cilium" and cni["chart_repo_url"] == ""
+    assert cni["values"]["ipam"]["operator"]["clusterPoolIPv4PodCIDRList"] == ["10.42.0.0/16"]
+    init = {d["kind"]: d for d in load_docs(out / "init.yaml")}
+    assert init["ClusterConfiguration"]["kubernetesVersion"] == "v1.35.2"
+    assert init["ClusterConfiguration"]["imageRepository"] == "registry.example.internal"
+
+
+def test_calico_registry_mirror(tmp_path):
+    render(tmp_path, "kubeadm", SINGLE, {"gpushare_mirrors": {"registries": {"quay.io": "mirror.example.internal/quay"}}})
+    cni = load_docs(tmp_path / "out" / "kubeadm" / "solo" / "cni.yaml")[0]
+    assert cni["values"]["installation"]["registry"] == "mirror.example.internal/quay/"
