@@ -500,11 +500,18 @@ def monitoring_values(settings: Mapping[str, Any]) -> Dict[str, Any]:
     return deep_merge(values, settings.get("extra_values") or {})
 
 
-def prometheus_rule(name: str, namespace: str, rules_yaml: str) -> Dict[str, Any]:
-    """Wrap a Prometheus rule file (``groups:``) into a PrometheusRule object."""
-    groups = (yaml.safe_load(rules_yaml) or {}).get("groups")
-    if not groups:
-        raise ValueError(f"PrometheusRule {namespace}/{name}: the rule file has no groups")
+def prometheus_rule(name: str, namespace: str, rules_yaml: str, *more_rules_yaml: str) -> Dict[str, Any]:
+    """Wrap Prometheus rule files (``groups:``) into one PrometheusRule object, groups in order."""
+    groups: List[Any] = []
+    for number, text in enumerate((rules_yaml, *more_rules_yaml), start=1):
+        found = (yaml.safe_load(text) or {}).get("groups")
+        if not found:
+            raise ValueError(f"PrometheusRule {namespace}/{name}: rule file {number} has no groups")
+        groups += found
+    names = [group.get("name") for group in groups]
+    duplicates = sorted({group for group in names if names.count(group) > 1})
+    if duplicates:
+        raise ValueError(f"PrometheusRule {namespace}/{name}: rule group names repeat: {', '.join(duplicates)}")
     return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
             "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "gpushare"}},
             "spec": {"groups": groups}}

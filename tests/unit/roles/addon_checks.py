@@ -151,3 +151,29 @@ def inventory_plan(name: str, backend: str | None = None) -> Dict[str, Any]:
     return build_plan(settings["gpushare_teams"], nodes, backend=backend or settings["gpushare_gpu_backend"],
                       distribution=settings["gpushare_kubernetes_distribution"],
                       kubernetes_version=str(settings["gpushare_kubernetes_version"]))
+
+
+# --- the monitoring role's alerts template -------------------------------------------
+
+MONITORING = REPO / "roles" / "monitoring"
+ALERTS_TEMPLATE = MONITORING / "templates" / "gpushare.alerts.yml.j2"
+
+
+def render_alerts(**overrides: Any) -> str:
+    """The monitoring role's alerts template rendered with the role defaults (plus
+    ``overrides``) by Jinja2 with the delimiters of the template's ``#jinja2:`` line, as
+    Ansible's template lookup reads it. test_render_addons checks that the role's own
+    rendering gives the same groups."""
+    import jinja2
+
+    text = ALERTS_TEMPLATE.read_text(encoding="utf-8")
+    first, _, body = text.partition("\n")
+    assert first.startswith("#jinja2:"), first
+    options = {}
+    for pair in first[len("#jinja2:"):].split(","):
+        key, _, value = pair.partition(":")
+        options[key.strip()] = yaml.safe_load(value.strip())
+    variables = yaml.safe_load((MONITORING / "defaults" / "main.yml").read_text(encoding="utf-8"))
+    variables.update(overrides)
+    environment = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, **options)
+    return environment.from_string(body).render(variables)

@@ -2,8 +2,9 @@
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The monitoring role's rules and dashboards: promtool check and unit tests (each
-recording rule's value, each alert firing and not firing), and dashboards that only
-query recorded or exported series."""
+recording rule's value, each alert firing and not firing) on the recording rules and the
+alerts rendered with the role's default thresholds, and dashboards that only query
+recorded or exported series."""
 
 from __future__ import annotations
 
@@ -16,8 +17,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from .addon_checks import render_alerts
+
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "monitoring"
 RULES = ROLE / "files" / "rules" / "gpushare.rules.yml"
+# Where tests/gpushare.rules.test.yml expects the rendered alerts (see rule_layout).
+RENDERED_ALERTS = Path("rendered") / "gpushare.alerts.yml"
 RULE_TESTS = ROLE / "tests" / "gpushare.rules.test.yml"
 DASHBOARDS = sorted((ROLE / "files" / "dashboards").glob("*.json"))
 DCGM_CSV = ROLE.parent / "gpu_operator" / "files" / "dcgm-metrics.csv"
@@ -43,7 +48,21 @@ def promtool(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def rules() -> list:
-    return [rule for group in yaml.safe_load(RULES.read_text())["groups"] for rule in group["rules"]]
+    """Recording rules and the alerts rendered with the default thresholds."""
+    return [rule for text in (RULES.read_text(), render_alerts())
+            for group in yaml.safe_load(text)["groups"] for rule in group["rules"]]
+
+
+def rule_layout(directory: Path, rule_tests: str | None = None, **thresholds) -> Path:
+    """A copy of the role's rule files as promtool reads them: the recording rules, the
+    alerts rendered (defaults unless ``thresholds``) and the unit tests."""
+    (directory / "files" / "rules").mkdir(parents=True)
+    shutil.copy(RULES, directory / "files" / "rules" / RULES.name)
+    (directory / RENDERED_ALERTS).parent.mkdir()
+    (directory / RENDERED_ALERTS).write_text(render_alerts(**thresholds))
+    (directory / "tests").mkdir()
+    (directory / "tests" / RULE_TESTS.name).write_text(rule_tests or RULE_TESTS.read_text())
+    return directory
 
 
 def recorded() -> set:
@@ -76,16 +95,41 @@ def series_in(expr: str) -> set:
             and not n.startswith("$") and (":" in n or "_" in n)}
 
 
-def test_rules_pass_promtool_check():
-    result = promtool("check", "rules", str(RULES), cwd=ROLE)
+def test_rules_pass_promtool_check(tmp_path):
+    layout = rule_layout(tmp_path)
+    result = promtool("check", "rules", str(RULES), str(layout / RENDERED_ALERTS), cwd=layout)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"SUCCESS: {len(rules())} rules found" in result.stdout
+    recording = [r for r in rules() if "record" in r]
+    assert f"SUCCESS: {len(recording)} rules found" in result.stdout
+    assert f"SUCCESS: {len(rules()) - len(recording)} rules found" in result.stdout
 
 
-def test_rules_pass_promtool_unit_tests():
-    result = promtool("test", "rules", str(RULE_TESTS.relative_to(ROLE)), cwd=ROLE)
+def test_rules_pass_promtool_unit_tests(tmp_path):
+    layout = rule_layout(tmp_path)
+    result = promtool("test", "rules", f"tests/{RULE_TESTS.name}", cwd=layout)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout
+
+
+def test_alert_thresholds_come_from_the_role_variables(tmp_path):
+    defaults = {a["alert"]: a["for"] for a in yaml.safe_load(render_alerts())["groups"][0]["rules"]}
+    assert defaults == {"GpushareGPUAllocatedIdle": "3h", "GpushareGPUXidError": "0m", "GpushareGPURowRemapFailure": "0m",
+                        "GpushareMIGConfigFailed": "5m", "GpushareWorkloadsPending": "2h"}
+    text = render_alerts(monitoring_alert_gpu_idle_hours=6, monitoring_alert_workloads_pending_hours=12,
+                         monitoring_alert_mig_config_failed_minutes=15)
+    alerts = {a["alert"]: a for a in yaml.safe_load(text)["groups"][0]["rules"]}
+    assert alerts["GpushareGPUAllocatedIdle"]["for"] == "6h"
+    assert "for 6 h" in alerts["GpushareGPUAllocatedIdle"]["annotations"]["summary"]
+    assert alerts["GpushareWorkloadsPending"]["for"] == "12h"
+    assert "for 12 h" in alerts["GpushareWorkloadsPending"]["annotations"]["description"]
+    assert alerts["GpushareMIGConfigFailed"]["for"] == "15m"
+    # Prometheus' own templates pass through the role's templating untouched
+    assert "{{ $labels.exported_namespace }}/{{ $labels.exported_pod }}" in alerts["GpushareGPUAllocatedIdle"][
+        "annotations"]["summary"]
+    # the unit tests expect the defaults: a 5 h idle threshold no longer fires at 4 h
+    layout = rule_layout(tmp_path, monitoring_alert_gpu_idle_hours=5)
+    result = promtool("test", "rules", f"tests/{RULE_TESTS.name}", cwd=layout)
+    assert result.returncode != 0 and "GpushareGPUAllocatedIdle" in result.stdout + result.stderr
 
 
 def test_unit_tests_cover_every_agreed_rule_and_every_alert():
@@ -103,14 +147,11 @@ def test_unit_tests_cover_every_agreed_rule_and_every_alert():
 
 def test_a_wrong_expectation_makes_promtool_fail(tmp_path):
     """The unit tests can fail: change one expected value and promtool must say so."""
-    (tmp_path / "files" / "rules").mkdir(parents=True)
-    shutil.copy(RULES, tmp_path / "files" / "rules" / RULES.name)
-    (tmp_path / "tests").mkdir()
     broken = RULE_TESTS.read_text().replace(
         "labels: 'gpushare:team_gpus_lent{team=\"data\"}'\n            value: 1",
         "labels: 'gpushare:team_gpus_lent{team=\"data\"}'\n            value: 2")
     assert broken != RULE_TESTS.read_text()
-    (tmp_path / "tests" / RULE_TESTS.name).write_text(broken)
+    rule_layout(tmp_path, broken)
     result = promtool("test", "rules", f"tests/{RULE_TESTS.name}", cwd=tmp_path)
     assert result.returncode != 0 and "gpushare:team_gpus_lent" in result.stdout + result.stderr
 

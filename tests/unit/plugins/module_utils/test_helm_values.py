@@ -240,5 +240,13 @@ def test_manifest_helpers_round_trip(dra_plan):
     assert rule["spec"]["groups"] == [{"name": "g", "rules": []}]
     with pytest.raises(ValueError, match="monitoring/empty"):
         hv.prometheus_rule("empty", "monitoring", "{}")
+    # recording rules and rendered alerts in one object, in order
+    both = hv.prometheus_rule("gpushare", "monitoring", "groups:\n  - name: g\n    rules: []\n",
+                              "groups:\n  - name: alerts\n    rules: []\n")
+    assert [g["name"] for g in both["spec"]["groups"]] == ["g", "alerts"]
+    with pytest.raises(ValueError, match="rule file 2 has no groups"):
+        hv.prometheus_rule("gpushare", "monitoring", "groups:\n  - name: g\n    rules: []\n", "")
+    with pytest.raises(ValueError, match="rule group names repeat: g"):
+        hv.prometheus_rule("gpushare", "monitoring", "groups: [{name: g, rules: []}]", "groups: [{name: g, rules: []}]")
     cm = hv.dashboard_configmap("d", "monitoring", "d.json", "{}")
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
