@@ -57,7 +57,7 @@ def converge(tmp: Path, env: dict[str, str]) -> dict[str, float | int]:
     match = RECAP.search(result.stdout)
     if result.returncode != 0 or not match:
         sys.exit(f"converge failed:\n{result.stdout[-4000:]}\n{result.stderr[-2000:]}")
-    ok, changed, _, failed, skipped = (int(x) for x in match.groups())
+    ok, changed, _unreachable, failed, skipped = (int(x) for x in match.groups())
     return {"seconds": round(elapsed, 1), "ran": ok + failed, "changed": changed, "skipped": skipped}
 
 

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleError
 
-from .host_layer_render import REPO_ROOT, ROLES, Renderer, by_name, debian_facts, rocky_facts
+from .host_layer_render import ROLES, Renderer, by_name, debian_facts, rocky_facts
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirror_rules
 
