@@ -36,6 +36,8 @@ def installed_from(host, package):
 def test_upstream_names_point_nowhere(host):
     for name in ("deb.debian.org", "security.debian.org", "download.docker.com", "pkgs.k8s.io"):
         assert host.check_output("getent hosts %s", name).split()[0] == "127.0.0.2"
+    # Nothing answers there: a download by name from upstream fails.
+    assert host.run("curl -sSf --max-time 5 -o /dev/null http://deb.debian.org/debian/dists/bookworm/InRelease").rc != 0
 
 
 def test_every_apt_source_is_the_mirror(host, mirror):
