@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -43,7 +42,9 @@ TEAMS = 40
 
 def _host_gpus(number):
     """Eight GPUs per host; the mix rotates so every use and several models appear."""
-    team = lambda offset: "team-%02d" % ((number + offset) % TEAMS)  # noqa: E731
+    def team(offset):
+        return "team-%02d" % ((number + offset) % TEAMS)
+
     shape = number % 5
     if shape == 0:
         return [{"count": 8, "model": "H100-80GB", "team": team(0), "use": "whole"}]
@@ -123,7 +124,7 @@ def _run(args, env):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3, help="runs of each playbook; the median is reported")
     parser.add_argument("--keep", type=Path, help="keep the inventory and plan in this directory")
@@ -152,7 +153,7 @@ def main():
         noop_time, plan_time = statistics.median(noop_times), statistics.median(plan_times)
 
         sizes = {name: (plan_dir / name).stat().st_size for name in ("plan.json", "index.html", "summary.txt")}
-        gpus = sum(8 for _ in names)
+        gpus = 8 * len(names)
         print("inventory: %d GPU hosts (+3 control plane), %d GPUs, %d teams" % (len(names), gpus, TEAMS))
         print("no-op play          : median %.2f s  (runs: %s)" % (noop_time, ", ".join("%.2f" % t for t in noop_times)))
         print("plan.yml (report)   : median %.2f s  (runs: %s)" % (plan_time, ", ".join("%.2f" % t for t in plan_times)))
