@@ -88,7 +88,13 @@ write_packages() {
 
 build() {
   local cache="$1" www="$2" status="$3" dist_packages="$4" docker_packages="$5" k8s_path="$6"
-  local key
+  local key tool
+  for tool in apt-get dpkg-scanpackages gpg gpgconf gzip; do
+    if ! command -v "${tool}" >/dev/null 2>&1; then
+      log "${tool} is missing; install it with: apt-get install apt dpkg-dev gpg gzip"
+      exit 1
+    fi
+  done
   key="$({ printf '%s\n' "${debian_mirror}" "${dist_packages}" "${docker_packages}"; cat "${status}" "${BASH_SOURCE[0]}"; } |
     sha256sum | cut -c1-16)"
 
