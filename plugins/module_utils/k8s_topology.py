@@ -38,7 +38,7 @@ def parse_version(version: object, field: str = "gpushare_kubernetes_version") -
 
 def minor_of(version: object, field: str = "gpushare_kubernetes_version") -> str:
     """'v1.35.2' -> '1.35'."""
-    major, minor, _ = parse_version(version, field)
+    major, minor, _patch = parse_version(version, field)
     return f"{major}.{minor}"
 
 
@@ -131,20 +131,29 @@ def check_topology(
             f"control_plane: {count} hosts ({', '.join(control_planes)}); HA needs an odd number (3, 5, ...) "
             "so that etcd/dqlite keeps quorum when one fails"
         )
-    both = sorted(set(control_planes) & set(workers))
-    for host in both:
-        errors.append(f"{host}: listed in both control_plane and workers; keep each host in one group")
-    seen = set()
-    for host in list(control_planes) + list(workers):
-        if host in seen and host not in both:
-            errors.append(f"{host}: listed more than once")
-        seen.add(host)
+    # A host in both groups is a control plane that also runs workloads (single-node and
+    # small clusters); it joins as a control plane and is never joined a second time.
+    for group, hosts in (("control_plane", control_planes), ("workers", workers)):
+        seen = set()
+        for host in hosts:
+            if host in seen:
+                errors.append(f"{host}: listed more than once in {group}")
+            seen.add(host)
     if distribution == "kubeadm" and count > 1 and not control_plane_endpoint:
         errors.append(
             "kubeadm_control_plane_endpoint: required with more than one control-plane host "
             "(a VIP served by kube-vip or a load balancer) so the API survives the loss of one node"
         )
     return errors
+
+
+def dedicated_workers(control_planes: Sequence[str], workers: Sequence[str]) -> List[str]:
+    """Workers that are not control planes too, in inventory order.
+
+    A host in both groups joins, upgrades and resets once, as a control plane.
+    """
+    planes = set(control_planes)
+    return [host for host in workers if host not in planes]
 
 
 def bootstrap_host(control_planes: Sequence[str], initialized: Iterable[str] = ()) -> str:
@@ -183,7 +192,7 @@ def join_order(
         "init": None if first in members else first,
         "bootstrap": first,
         "control_plane_joins": [h for h in control_planes if h != first and h not in members],
-        "worker_joins": [h for h in workers if h not in members],
+        "worker_joins": [h for h in dedicated_workers(control_planes, workers) if h not in members],
     }
 
 
@@ -197,7 +206,8 @@ def upgrade_order(control_planes: Sequence[str], workers: Sequence[str], bootstr
     first = bootstrap if bootstrap in control_planes else control_planes[0]
     steps: List[Dict[str, object]] = [{"host": first, "role": "control_plane", "action": "apply", "drain": True}]
     steps += [{"host": h, "role": "control_plane", "action": "node", "drain": True} for h in control_planes if h != first]
-    steps += [{"host": h, "role": "worker", "action": "node", "drain": True} for h in workers]
+    steps += [{"host": h, "role": "worker", "action": "node", "drain": True}
+              for h in dedicated_workers(control_planes, workers)]
     return steps
 
 
@@ -207,7 +217,8 @@ def reset_order(control_planes: Sequence[str], workers: Sequence[str], bootstrap
     Removing members before the last control plane keeps etcd/dqlite quorum while they leave.
     """
     first = bootstrap if bootstrap in control_planes else (control_planes[0] if control_planes else None)
-    steps: List[Dict[str, object]] = [{"host": h, "role": "worker", "last": False} for h in workers]
+    steps: List[Dict[str, object]] = [{"host": h, "role": "worker", "last": False}
+                                      for h in dedicated_workers(control_planes, workers)]
     steps += [{"host": h, "role": "control_plane", "last": False} for h in reversed(list(control_planes)) if h != first]
     if first is not None:
         steps.append({"host": first, "role": "control_plane", "last": True})

@@ -27,7 +27,7 @@ def collections_dir() -> str:
 
 def render(tmp: Path, role: str, hosts: dict, group_vars: dict, extra_vars: dict | None = None,
            expect_failure: bool = False) -> subprocess.CompletedProcess:
-    """hosts: {name: {"group": ..., "os": "ubuntu-24.04"|"rocky-9", "facts": {...}, "vars": {...}}}."""
+    """hosts: {name: {"group": ... or "groups": [...], "os": "ubuntu-24.04"|"rocky-9", "facts": {...}, "vars": {...}}}."""
     groups: dict = {}
     for name, spec in hosts.items():
         host_vars = dict(spec.get("vars", {}))
@@ -37,9 +37,10 @@ def render(tmp: Path, role: str, hosts: dict, group_vars: dict, extra_vars: dict
             fixture_facts_file=str(FIXTURES / "facts" / f"{spec['os']}.yml"),
             host_facts=spec.get("facts", {}),
         )
-        groups.setdefault(spec["group"], {"hosts": {}})["hosts"][name] = host_vars
-    inventory = {"all": {"children": groups, "vars": {**group_vars, "gpushare_render_dir": str(tmp / "out"),
-                                                       "render_role": f"gpushare.cluster.{role}"}}}
+        for group in spec.get("groups") or [spec["group"]]:
+            groups.setdefault(group, {"hosts": {}})["hosts"][name] = host_vars
+    all_vars = {**group_vars, "gpushare_render_dir": str(tmp / "out"), "render_role": f"gpushare.cluster.{role}"}
+    inventory = {"all": {"children": groups, "vars": all_vars}}
     inv = tmp / "inventory.yml"
     inv.write_text(yaml.safe_dump(inventory))
     env = dict(os.environ)

@@ -60,8 +60,32 @@ def test_topology_errors_collected():
     text = "\n".join(errors)
     assert "kubeadm_cni: 'flannel' is not a known CNI" in text
     assert "control_plane: 2 hosts (cp1, cp2); HA needs an odd number" in text
-    assert "cp2: listed in both control_plane and workers" in text
+    assert "listed in both" not in text
     assert "kubeadm_control_plane_endpoint: required with more than one control-plane host" in text
+
+
+@pytest.mark.parametrize("cps,workers", [(["gpu1"], ["gpu1"]), (["a", "b", "c"], ["a", "w1"])])
+def test_control_plane_that_also_runs_workloads_is_fine(cps, workers):
+    assert t.check_topology(cps, workers, "microk8s") == []
+    assert t.check_topology(cps, workers, "kubeadm", "calico", "vip:6443") == []
+
+
+def test_host_in_both_groups_keeps_the_real_errors():
+    errors = t.check_topology(["a", "b"], ["a", "w1", "w1"], "kubeadm", "calico", "vip:6443")
+    assert errors == [
+        "control_plane: 2 hosts (a, b); HA needs an odd number (3, 5, ...) so that etcd/dqlite keeps quorum when one fails",
+        "w1: listed more than once in workers",
+    ]
+
+
+def test_host_in_both_groups_joins_upgrades_and_resets_once_as_control_plane():
+    order = t.join_order(["gpu1"], ["gpu1"])
+    assert order == {"init": "gpu1", "bootstrap": "gpu1", "control_plane_joins": [], "worker_joins": []}
+    order = t.join_order(["cp1", "cp2", "cp3"], ["cp3", "w1"])
+    assert order["control_plane_joins"] == ["cp2", "cp3"] and order["worker_joins"] == ["w1"]
+    assert [(s["host"], s["role"]) for s in t.upgrade_order(["cp1", "cp2", "cp3"], ["cp3", "w1"])] == [
+        ("cp1", "control_plane"), ("cp2", "control_plane"), ("cp3", "control_plane"), ("w1", "worker")]
+    assert [(s["host"], s["role"]) for s in t.reset_order(["gpu1"], ["gpu1"])] == [("gpu1", "control_plane")]
 
 
 def test_workers_without_control_plane():
