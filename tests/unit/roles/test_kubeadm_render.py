@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from .k8s_render import key_paths, load_docs, render
@@ -172,9 +170,8 @@ def test_kubelet_env(ha):
     assert "KUBELET_EXTRA_ARGS=--node-ip=192.0.2.21\n" in (ha / "gpu1" / "kubelet.env").read_text()
 
 
-SINGLE = {"solo": {"group": "control_plane", "os": "rocky-9",
-                   "facts": {"hostname": "solo", "default_ipv4": {"address": "10.1.0.5", "interface": "eth0",
-                                                                   "network": "10.1.0.0", "netmask": "255.255.0.0"}}}}
+SOLO_IPV4 = {"address": "10.1.0.5", "interface": "eth0", "network": "10.1.0.0", "netmask": "255.255.0.0"}
+SINGLE = {"solo": {"group": "control_plane", "os": "rocky-9", "facts": {"hostname": "solo", "default_ipv4": SOLO_IPV4}}}
 
 
 def test_single_node_with_mirrors(tmp_path):
@@ -237,8 +234,7 @@ def test_calico_values_follow_pod_cidr(ha):
 
 def test_ubuntu_exact_version_cilium_from_oci_mirror(tmp_path):
     host = {"solo": {"group": "control_plane", "os": "ubuntu-24.04",
-                     "facts": {"hostname": "solo", "default_ipv4": {"address": "10.1.0.5", "interface": "eth0",
-                                                                     "network": "10.1.0.0", "netmask": "255.255.0.0"}}}}
+                     "facts": {"hostname": "solo", "default_ipv4": SOLO_IPV4}}}
     render(tmp_path, "kubeadm", host, {
         "gpushare_kubernetes_version": "1.35", "kubeadm_package_version": "1.35.2", "kubeadm_cni": "cilium",
         "kubeadm_pod_cidr": "10.42.0.0/16",
@@ -258,3 +254,73 @@ def test_calico_registry_mirror(tmp_path):
     render(tmp_path, "kubeadm", SINGLE, {"gpushare_mirrors": {"registries": {"quay.io": "mirror.example.internal/quay"}}})
     cni = load_docs(tmp_path / "out" / "kubeadm" / "solo" / "cni.yaml")[0]
     assert cni["values"]["installation"]["registry"] == "mirror.example.internal/quay/"
+    # The chart's own image: <tigeraOperator.registry>/<tigeraOperator.image> (image stays tigera/operator).
+    assert cni["values"]["tigeraOperator"] == {"registry": "mirror.example.internal/quay"}
+    # No Docker Hub mirror set: calicoctl keeps the chart's default.
+    assert "calicoctl" not in cni["values"]
+
+
+def test_calico_single_registry_mirror_covers_every_image(tmp_path):
+    render(tmp_path, "kubeadm", SINGLE, {"gpushare_mirrors": {"registry": "registry.internal:5000"}})
+    values = load_docs(tmp_path / "out" / "kubeadm" / "solo" / "cni.yaml")[0]["values"]
+    assert values["tigeraOperator"]["registry"] == "registry.internal:5000"
+    assert values["installation"]["registry"] == "registry.internal:5000/"
+    assert values["calicoctl"]["image"] == "registry.internal:5000/calico/ctl"
+    # The role's own values are kept next to the registry ones.
+    assert values["installation"]["cni"] == {"type": "Calico"}
+
+
+def test_cilium_images_follow_the_registry_mirror(tmp_path):
+    render(tmp_path, "kubeadm", SINGLE, {"kubeadm_cni": "cilium", "gpushare_mirrors": {
+        "registry": "registry.internal:5000", "registries": {"quay.io": "mirror.example.internal/quay"}}})
+    values = load_docs(tmp_path / "out" / "kubeadm" / "solo" / "cni.yaml")[0]["values"]
+    repositories = {}
+
+    def walk(node, path):
+        if isinstance(node, dict):
+            if "repository" in node:
+                repositories[path] = node["repository"]
+            for key, value in node.items():
+                walk(value, f"{path}.{key}" if path else key)
+    walk(values, "")
+    assert repositories["image"] == "mirror.example.internal/quay/cilium/cilium"
+    assert repositories["operator.image"] == "mirror.example.internal/quay/cilium/operator"
+    assert repositories["envoy.image"] == "mirror.example.internal/quay/cilium/cilium-envoy"
+    assert {"hubble.relay.image", "hubble.ui.backend.image", "hubble.ui.frontend.image", "certgen.image",
+            "preflight.image", "preflight.envoy.image", "nodeinit.image", "clustermesh.apiserver.image"} <= set(repositories)
+    assert all(r.startswith("mirror.example.internal/quay/cilium/") for r in repositories.values()), repositories
+    assert values["ipam"]["operator"]["clusterPoolIPv4PodCIDRList"] == ["10.244.0.0/16"]
+
+
+def test_cilium_without_mirror_keeps_chart_images(tmp_path):
+    render(tmp_path, "kubeadm", SINGLE, {"kubeadm_cni": "cilium"})
+    values = load_docs(tmp_path / "out" / "kubeadm" / "solo" / "cni.yaml")[0]["values"]
+    assert set(values) == {"kubeProxyReplacement", "ipam"}
+
+
+def test_advertise_address_falls_back_to_ansible_host_without_facts(tmp_path):
+    host = {"solo": {"group": "control_plane", "os": "rocky-9", "vars": {"ansible_host": "198.51.100.7"},
+                     "facts": {"hostname": "solo"}}}
+    render(tmp_path, "kubeadm", host, {})
+    out = tmp_path / "out" / "kubeadm" / "solo"
+    init = _by_kind(load_docs(out / "init.yaml"))["InitConfiguration"]
+    assert init["localAPIEndpoint"]["advertiseAddress"] == "198.51.100.7"
+    assert "KUBELET_EXTRA_ARGS=--node-ip=198.51.100.7\n" in (out / "kubelet.env").read_text()
+
+
+def test_advertise_address_must_be_an_ip(tmp_path):
+    host = {"solo": {"group": "control_plane", "os": "rocky-9", "vars": {"ansible_host": "gpu1.example.internal"},
+                     "facts": {"hostname": "solo"}}}
+    result = render(tmp_path, "kubeadm", host, {}, expect_failure=True)
+    assert "solo: kubeadm_advertise_address \"gpu1.example.internal\" is not an IP address" in result.stdout
+
+
+def test_control_plane_that_is_also_a_worker(tmp_path):
+    hosts = {"gpu1": {"groups": ["control_plane", "workers"], "os": "ubuntu-24.04",
+                      "facts": {"hostname": "gpu1", "default_ipv4": SOLO_IPV4}}}
+    render(tmp_path, "kubeadm", hosts, {})
+    out = tmp_path / "out" / "kubeadm" / "gpu1"
+    init = _by_kind(load_docs(out / "init.yaml"))["InitConfiguration"]
+    # It runs workloads: no control-plane NoSchedule taint, and it never joins as a worker.
+    assert init["nodeRegistration"]["taints"] == []
+    assert not (out / "join.yaml").exists()

@@ -75,4 +75,3 @@ def test_secrets_stay_out_of_verbose_output(tmp_path):
     assert "s3cr3tt0k3nv4lue" not in output
     assert CERT_KEY not in output
     assert "the output has been hidden due to the fact that 'no_log: true'" in output
-
