@@ -13,9 +13,12 @@ COLLECTIONS := $(BUILD)/collections
 COLLECTION_LINK := $(COLLECTIONS)/ansible_collections/gpushare/cluster
 VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 
-# System packages the tests need (Debian/Ubuntu names) and the command proving each one.
-SYSTEM_PACKAGES := podman runc debootstrap prometheus chromium fonts-dejavu-core shellcheck
-SYSTEM_COMMANDS := podman runc debootstrap promtool chromium shellcheck
+# System packages the tests need (Debian/Ubuntu names) and the commands proving they are there:
+# podman, runc, debootstrap for Molecule images; promtool for rules; chromium for the report;
+# shellcheck for sanity; dpkg-dev and gpg for the local apt mirror; skopeo and
+# docker-registry for the mirror sync tests.
+SYSTEM_PACKAGES := podman runc debootstrap prometheus chromium fonts-dejavu-core shellcheck dpkg-dev gpg skopeo docker-registry
+SYSTEM_COMMANDS := podman runc debootstrap promtool chromium shellcheck dpkg-scanpackages gpg skopeo docker-registry
 
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
