@@ -71,6 +71,10 @@ def microk8s_merge_args(text, args=None, feature_gates=None, remove=None, servic
     return microk8s_args.merge_args(text, dict(args or {}), dict(feature_gates or {}), list(remove or []), service)
 
 
+def microk8s_merge_env(text, env=None):
+    return microk8s_args.merge_env(text, dict(env or {}))
+
+
 def microk8s_enable_cdi(template, spec_dirs=None):
     if spec_dirs:
         return microk8s_args.enable_cdi(template, tuple(spec_dirs))
@@ -84,6 +88,6 @@ class FilterModule:
         funcs = (
             k8s_minor, k8s_supported_minor, k8s_upgrade_needed, k8s_network_errors, k8s_topology_errors,
             k8s_join_order, k8s_upgrade_order, k8s_reset_order, k8s_feature_gates, k8s_extra_args,
-            k8s_package_repo, microk8s_merge_args, microk8s_enable_cdi,
+            k8s_package_repo, microk8s_merge_args, microk8s_merge_env, microk8s_enable_cdi,
         )
         return {func.__name__: _wrap(func) for func in funcs}

@@ -160,6 +160,47 @@ def get_args(text: str) -> Dict[str, Optional[str]]:
     return found
 
 
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_LINE_RE = re.compile(r"^\s*(?:export\s+)?(?P<name>[A-Za-z_][A-Za-z0-9_]*)=")
+
+
+def merge_env(text: str, env: Optional[Mapping[str, object]] = None, field: str = "containerd-env") -> str:
+    """Return ``text`` (a shell environment file such as ``args/containerd-env``) with ``env`` set.
+
+    An existing ``NAME=`` (or ``export NAME=``) line is replaced in place, later duplicates are
+    dropped, missing names are appended in sorted order. Comments, ``ulimit`` lines and other
+    variables stay as they are, so merging twice gives the same file.
+    """
+    wanted: Dict[str, str] = {}
+    for name, value in (env or {}).items():
+        if not _ENV_NAME_RE.match(str(name)):
+            raise ArgsError(f"{field}: {name!r} is not an environment variable name")
+        text_value = str(value)
+        if "\n" in text_value or "'" in text_value:
+            raise ArgsError(f"{field}: the value of {name} must not contain a newline or a single quote")
+        wanted[str(name)] = text_value
+
+    def assignment(name: str) -> str:
+        value = wanted[name]
+        # Quote only when the shell would split the value; plain URLs stay readable.
+        return f"{name}={value}" if re.match(r"^[A-Za-z0-9_./:@,%+=-]*$", value) else f"{name}='{value}'"
+
+    out: List[str] = []
+    written = set()
+    for line in text.splitlines():
+        match = _ENV_LINE_RE.match(line)
+        name = match.group("name") if match else None
+        if name in wanted:
+            if name not in written:
+                written.add(name)
+                out.append(assignment(name))
+            continue
+        out.append(line)
+    out += [assignment(name) for name in sorted(wanted) if name not in written]
+    result = "\n".join(out)
+    return result + "\n" if result else result
+
+
 _CRI_SECTION_V2 = '[plugins."io.containerd.grpc.v1.cri"]'
 _CRI_SECTION_V3 = "[plugins.'io.containerd.cri.v1.runtime']"
 

@@ -105,3 +105,45 @@ def test_even_control_planes_fail(tmp_path):
     hosts = {k: v for k, v in HOSTS.items() if k != "mk3"}
     result = render(tmp_path, "microk8s", hosts, {}, expect_failure=True)
     assert "control_plane: 2 hosts (mk1, mk2); HA needs an odd number" in result.stdout
+
+
+def test_no_mirror_no_proxy_files_without_settings(out):
+    for host in HOSTS:
+        assert not (out / host / "certs.d").exists()
+        assert not (out / host / "containerd-env").exists()
+
+
+def test_single_node_in_both_groups_with_registry_mirrors_and_proxy(tmp_path):
+    solo = dict(HOSTS["gpu1"])
+    del solo["group"]
+    render(tmp_path, "microk8s", {"gpu1": solo | {"groups": ["control_plane", "workers"]}}, {
+        "gpushare_mirrors": {"registry": "registry.internal:5000",
+                             "registries": {"nvcr.io": "registry.internal:5000/nvcr"}},
+        "gpushare_proxy": {"https": "http://proxy.internal:3128", "no_proxy": "localhost,.internal"},
+        "microk8s_render_args_source": str(FIXTURES / "microk8s"),
+    })
+    out = tmp_path / "out" / "microk8s" / "gpu1"
+    # A control plane that also runs workloads: it initialises and never joins as a worker.
+    assert yaml.safe_load((out / "plan.yaml").read_text())["order"] == {
+        "init": "gpu1", "bootstrap": "gpu1", "control_plane_joins": [], "worker_joins": []}
+    registries = sorted(p.parent.name for p in (out / "certs.d").glob("*/hosts.toml"))
+    assert registries == ["docker.io", "ghcr.io", "nvcr.io", "quay.io", "registry.k8s.io"]
+    assert (out / "certs.d" / "docker.io" / "hosts.toml").read_text() == (
+        'server = "https://registry.internal:5000"\n\n'
+        '[host."https://registry.internal:5000"]\n  capabilities = ["pull", "resolve"]\n')
+    # A mirror with a path: the full API prefix and override_path.
+    nvcr = (out / "certs.d" / "nvcr.io" / "hosts.toml").read_text()
+    assert '[host."https://registry.internal:5000/v2/nvcr"]' in nvcr and "override_path = true" in nvcr
+    env = (out / "containerd-env").read_text()
+    # MicroK8s's own lines stay, the proxy is appended in both spellings.
+    assert env.startswith((FIXTURES / "microk8s" / "containerd-env").read_text())
+    assert "HTTPS_PROXY=http://proxy.internal:3128\nNO_PROXY=localhost,.internal,10.1.0.0/16,10.152.183.0/24\n" in env
+    assert "https_proxy=http://proxy.internal:3128\n" in env and "HTTP_PROXY" not in env
+
+
+def test_only_overridden_registries_get_a_mirror(tmp_path):
+    render(tmp_path, "microk8s", {"solo": HOSTS["gpu1"] | {"group": "control_plane"}},
+           {"gpushare_mirrors": {"registries": {"nvcr.io": "nvcr.internal"}}})
+    out = tmp_path / "out" / "microk8s" / "solo"
+    assert [p.parent.name for p in (out / "certs.d").glob("*/hosts.toml")] == ["nvcr.io"]
+    assert not (out / "containerd-env").exists()

@@ -126,3 +126,34 @@ def test_enable_cdi_containerd_2_and_missing_section():
     assert "    enable_cdi = true" in out and "enable_cdi = false" not in out and out.endswith("[other]\nx = 1\n")
     with pytest.raises(m.ArgsError, match="no .* section to enable CDI in"):
         m.enable_cdi("version = 2\n")
+
+
+CONTAINERD_ENV = (FIXTURES / "containerd-env").read_text()
+PROXY = {"HTTPS_PROXY": "http://proxy.internal:3128", "NO_PROXY": "localhost,10.1.0.0/16,.internal"}
+
+
+def test_merge_env_appends_and_keeps_comments_and_ulimits():
+    merged = m.merge_env(CONTAINERD_ENV, PROXY)
+    assert merged.startswith(CONTAINERD_ENV)
+    assert merged.endswith("HTTPS_PROXY=http://proxy.internal:3128\nNO_PROXY=localhost,10.1.0.0/16,.internal\n")
+    # The commented example is left alone (it is not an assignment).
+    assert "#    HTTPS_PROXY=http://squid.internal:3128\n" in merged
+    assert m.merge_env(merged, PROXY) == merged
+
+
+def test_merge_env_replaces_in_place_and_folds_duplicates():
+    text = "export HTTPS_PROXY=http://old:1\nulimit -n 65536 || true\nHTTPS_PROXY=http://older:2\nOTHER=x\n"
+    merged = m.merge_env(text, {"HTTPS_PROXY": "http://new:3", "http_proxy": "http://a b"})
+    assert merged == "HTTPS_PROXY=http://new:3\nulimit -n 65536 || true\nOTHER=x\nhttp_proxy='http://a b'\n"
+    assert m.merge_env("", {}) == ""
+    assert m.merge_env(CONTAINERD_ENV, {}) == CONTAINERD_ENV
+
+
+@pytest.mark.parametrize("env,match", [
+    ({"1BAD": "x"}, "containerd-env: '1BAD' is not an environment variable name"),
+    ({"A": "x\ny"}, "containerd-env: the value of A must not contain a newline"),
+    ({"A": "it's"}, "single quote"),
+])
+def test_merge_env_bad_input(env, match):
+    with pytest.raises(m.ArgsError, match=match):
+        m.merge_env("", env)
