@@ -4,7 +4,12 @@
 """Render every add-on role with ansible-playbook on the controller only, for the plans
 of the bundled inventories (built by the real planner), then check what was written:
 values against the pinned charts, manifests against CRDs and Kubernetes schemas,
-idempotence (a second run changes nothing) and check mode (nothing written)."""
+idempotence (a second run changes nothing) and check mode (nothing written).
+
+Speed: each written file costs two module runs (stat, then copy), so a render is bound
+by process start-ups. The plans render in separate ansible-playbook processes started
+together, then the idempotence and check-mode runs start together; the runs and what
+is asserted on them are the same as one after the other."""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .addon_checks import inventory_plan, validate_manifest, values_problems
+from .addon_checks import MONITORING, inventory_plan, render_alerts, validate_manifest, values_problems
 
 REPO = Path(__file__).resolve().parents[3]
 ROLES = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")
@@ -36,7 +41,7 @@ def collections_dir() -> str:
     raise RuntimeError("ansible_collections/gpushare/cluster is not on sys.path")
 
 
-def write_playbook(tmp: Path, out: Path, names=tuple(PLANS)) -> Path:
+def write_playbook(tmp: Path, out: Path, names=tuple(PLANS), label: str = "") -> Path:
     """One play per plan: every role with gpushare_render_only, as plan.yml runs them."""
     plays = []
     for name in names:
@@ -55,19 +60,33 @@ def write_playbook(tmp: Path, out: Path, names=tuple(PLANS)) -> Path:
             },
             "roles": [f"gpushare.cluster.{role}" for role in ROLES],
         })
-    playbook = tmp / f"render-{out.name}.yml"
+    playbook = tmp / f"render-{out.name}{label}.yml"
     playbook.write_text(yaml.safe_dump(plays, sort_keys=False))
     return playbook
 
 
-def run(tmp: Path, playbook: Path, *args: str) -> str:
+def start(tmp: Path, playbook: Path, *args: str) -> subprocess.Popen:
+    """ansible-playbook started in the background (its own temp and home directories)."""
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_dir(), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-               ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-local"), ANSIBLE_HOME=str(tmp / "ansible-home"))
+               ANSIBLE_LOCAL_TEMP=str(tmp / f"ansible-local-{playbook.stem}"),
+               ANSIBLE_HOME=str(tmp / f"ansible-home-{playbook.stem}"))
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), *args]
-    result = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
-    return result.stdout
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(process: subprocess.Popen) -> str:
+    try:
+        stdout, stderr = process.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        stdout, stderr = process.communicate()
+    assert process.returncode == 0, stdout[-6000:] + stderr[-3000:]
+    return stdout
+
+
+def run(tmp: Path, playbook: Path, *args: str) -> str:
+    return finish(start(tmp, playbook, *args))
 
 
 def recap(stdout: str) -> dict:
@@ -80,11 +99,14 @@ def recap(stdout: str) -> dict:
 def rendered(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("addons")
     out = tmp / "out"
-    playbook = write_playbook(tmp, out)
-    first = run(tmp, playbook)
-    # the same tasks run for every plan, so one plan shows idempotence
-    second = run(tmp, write_playbook(tmp, out, names=("example",)))
-    return {"out": out, "first": first, "second": second, "tmp": tmp}
+    # every plan into its own directory: the runs are independent, so they run together
+    first = {name: start(tmp, write_playbook(tmp, out, names=(name,), label=f"-first-{name}")) for name in PLANS}
+    first = {name: finish(process) for name, process in first.items()}
+    # the same tasks run for every plan, so one plan shows idempotence; check mode
+    # writes elsewhere, so it runs alongside
+    second = start(tmp, write_playbook(tmp, out, names=("example",), label="-second"))
+    check = start(tmp, write_playbook(tmp, tmp / "check", names=("example",)), "--check")
+    return {"out": out, "first": first, "second": finish(second), "check": finish(check), "tmp": tmp}
 
 
 def test_render_writes_every_values_file_and_manifest(rendered):
@@ -107,24 +129,25 @@ def test_render_writes_every_values_file_and_manifest(rendered):
 
 
 def test_every_role_says_it_stopped_after_render(rendered):
-    for role in ROLES:
-        assert f"{role}: render only (gpushare_render_only)" in rendered["first"]
-    assert "dra_driver: the plan's backend is device_plugin; nothing to render" in rendered["first"]
-    assert "kubernetes.core" not in rendered["first"]  # no apply task ran
+    for name, stdout in rendered["first"].items():
+        for role in ROLES:
+            assert f"{role}: render only (gpushare_render_only)" in stdout, name
+        assert "kubernetes.core" not in stdout  # no apply task ran
+    assert "dra_driver: the plan's backend is device_plugin; nothing to render" in rendered["first"][
+        "example-device-plugin"]
 
 
 def test_second_render_changes_nothing(rendered):
-    assert recap(rendered["first"])["changed"] > 0
+    for name, stdout in rendered["first"].items():
+        assert recap(stdout)["changed"] > 0, name
     assert recap(rendered["second"])["changed"] == 0, rendered["second"][-3000:]
     assert "Render the add-ons for example" in rendered["second"]
 
 
 def test_check_mode_writes_nothing(rendered):
-    tmp = rendered["tmp"]
-    out = tmp / "check"
-    stdout = run(tmp, write_playbook(tmp, out, names=("example",)), "--check")
-    assert recap(stdout)["changed"] > 0  # it reports what it would write ...
-    assert not out.exists()  # ... and writes nothing
+    assert recap(rendered["check"])["changed"] > 0  # it reports what it would write ...
+    assert "Render the add-ons for example" in rendered["check"]
+    assert not (rendered["tmp"] / "check").exists()  # ... and writes nothing
 
 
 def test_values_keys_exist_in_the_pinned_charts(rendered, reference_dir):
@@ -190,3 +213,42 @@ def test_no_secret_is_rendered(rendered):
     for path in rendered["out"].rglob("*.yaml"):
         for obj in yaml.safe_load_all(path.read_text()):
             assert not obj or obj.get("kind") != "Secret", path
+
+
+def test_prometheus_rule_holds_the_recording_rules_and_the_alerts_at_default_thresholds(rendered):
+    """What promtool tests (recording rules + alerts rendered by Jinja2 with the defaults)
+    is what the role writes through Ansible's template lookup."""
+    recording = yaml.safe_load((MONITORING / "files" / "rules" / "gpushare.rules.yml").read_text())["groups"]
+    alerts = yaml.safe_load(render_alerts())["groups"]
+    for name in PLANS:
+        rule = yaml.safe_load((rendered["out"] / name / "manifests" / "monitoring" / "prometheusrule.yaml").read_text())
+        assert rule["spec"]["groups"] == recording + alerts, name
+    assert [a["for"] for a in alerts[0]["rules"] if a["alert"] == "GpushareGPUAllocatedIdle"] == ["3h"]
+
+
+def test_kube_state_metrics_exports_every_label_the_rules_read(rendered):
+    """The rules join namespaces to teams through label_gpushare_io_team and read the MIG
+    state through label_nvidia_com_mig_config_state: kube-state-metrics only exports
+    labels its allowlist names (with the name sanitised to [a-zA-Z0-9_])."""
+    for name in PLANS:
+        values = yaml.safe_load((rendered["out"] / name / "values" / "kube-prometheus-stack.yaml").read_text())
+        allowlist = values["kube-state-metrics"]["metricLabelsAllowlist"]
+        assert "namespaces=[gpushare.io/team]" in allowlist, name
+        allowed = {}
+        for entry in allowlist:
+            resource, labels = re.fullmatch(r"(\w+)=\[(.*)\]", entry).groups()
+            allowed[resource] = {re.sub(r"[^a-zA-Z0-9_]", "_", "label_" + label) for label in labels.split(",")}
+        rule = yaml.safe_load((rendered["out"] / name / "manifests" / "monitoring" / "prometheusrule.yaml").read_text())
+        used = {"namespaces": set(), "nodes": set()}
+        for group in rule["spec"]["groups"]:
+            for entry in group["rules"]:
+                for metric, resource in (("kube_namespace_labels", "namespaces"), ("kube_node_labels", "nodes")):
+                    for matchers in re.findall(metric + r"\{([^}]*)\}", entry["expr"]):
+                        used[resource] |= set(re.findall(r"(label_\w+)\s*[!=~]", matchers))
+                    if metric in entry["expr"]:
+                        used[resource] |= set(re.findall(r'"(label_\w+)"', entry["expr"]))
+        assert used["namespaces"] == {"label_gpushare_io_team"}
+        assert used["nodes"] == {"label_nvidia_com_mig_config_state"}
+        for resource, labels in used.items():
+            assert labels <= allowed.get(resource, set()), (name, resource, labels)
+
