@@ -59,6 +59,8 @@ def test_verified_helm_installed_once_and_linked(tmp_path):
     assert link.is_symlink() and os.readlink(link) == str(tmp_path / "share" / "helm" / "v3.19.0" / "helm")
     assert subprocess.run([str(link)], capture_output=True, text=True, check=True).stdout == "v3.19.0+stand-in\n"
     assert not (tmp_path / "share" / "helm" / "v3.19.0" / "README.md").exists()
+    # The fact the add-on roles pass as binary_path, used from a later play.
+    assert f"helm at {link} says v3.19.0+stand-in" in first.stdout
     second = _run(tmp_path, mirror)
     assert second.returncode == 0 and "changed=0" in second.stdout, second.stdout
 
