@@ -85,10 +85,6 @@ def finish(process: subprocess.Popen) -> str:
     return stdout
 
 
-def run(tmp: Path, playbook: Path, *args: str) -> str:
-    return finish(start(tmp, playbook, *args))
-
-
 def recap(stdout: str) -> dict:
     match = re.search(r"localhost\s*:\s*ok=(\d+)\s+changed=(\d+)", stdout)
     assert match, stdout[-2000:]
