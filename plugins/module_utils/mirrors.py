@@ -70,7 +70,8 @@ UPSTREAM_HOSTS: Tuple[str, ...] = UPSTREAM_REGISTRIES + (
 )
 
 # Known keys of gpushare_mirrors; anything else is a typo the user should hear about.
-APT_KEYS = ("ubuntu", "kubernetes", "nvidia", "docker")
+# `debian` is the distribution archive of Debian hosts (the apt family's test stand-in).
+APT_KEYS = ("ubuntu", "debian", "kubernetes", "nvidia", "docker")
 DNF_KEYS = ("rocky", "kubernetes", "nvidia", "docker")
 TOP_KEYS = ("apt", "dnf", "registry", "registries", "helm", "snap", "files")
 HELM_KEYS = ("oci", "dir")

@@ -40,7 +40,7 @@ def test_empty_settings_mean_upstream():
 
 def test_every_problem_is_reported_at_once():
     bad = {
-        "apt": {"ubuntu": "mirror.internal/ubuntu", "debian": "http://x"},
+        "apt": {"ubuntu": "mirror.internal/ubuntu", "debain": "http://x"},
         "registry": "https://registry.internal",
         "registries": {"nvcr.io/nvidia": "r.internal"},
         "helm": {"oci": "registry.internal/charts", "dir": "charts"},
@@ -51,7 +51,7 @@ def test_every_problem_is_reported_at_once():
     with pytest.raises(m.MirrorError) as err:
         m.validate(bad, {"http": "proxy.internal:3128", "https_proxy": "x"})
     text = str(err.value)
-    for field in ("gpushare_mirrors.apt.ubuntu", "gpushare_mirrors.apt.debian: unknown key",
+    for field in ("gpushare_mirrors.apt.ubuntu", "gpushare_mirrors.apt.debain: unknown key",
                   "gpushare_mirrors.registry: 'https://registry.internal' must be HOST[:PORT][/PATH] without a scheme",
                   "gpushare_mirrors.registries['nvcr.io/nvidia']", "gpushare_mirrors.helm.oci",
                   "gpushare_mirrors.helm.dir", "gpushare_mirrors.snap.proxy_id: required",
@@ -170,6 +170,18 @@ def test_repository_url():
         m.repository_url("apt", "rocky", "x", FULL)
     with pytest.raises(m.MirrorError, match="not apt or dnf"):
         m.repository_url("zypper", "rocky", "x", FULL)
+
+
+def test_debian_archive_is_a_known_apt_mirror():
+    debian = {"apt": {"debian": "http://127.0.0.1:8080"}}
+    assert m.mirror_errors(debian) == []
+    assert m.repository_url("apt", "debian", "http://deb.debian.org/debian", debian) == "http://127.0.0.1:8080/debian"
+    assert m.repository_url("apt", "debian", "http://security.debian.org/debian-security", debian) == \
+        "http://127.0.0.1:8080/debian-security"
+    # Not a dnf repository, and the Ubuntu setting does not move Debian's archive.
+    assert any("gpushare_mirrors.dnf.debian: unknown key" in e for e in m.mirror_errors({"dnf": {"debian": "http://x"}}))
+    assert m.repository_url("apt", "debian", "http://deb.debian.org/debian", {"apt": {"ubuntu": "http://u"}}) == \
+        "http://deb.debian.org/debian"
 
 
 def test_chart_location_order_dir_then_oci_then_upstream():
