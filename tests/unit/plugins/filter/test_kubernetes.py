@@ -14,7 +14,7 @@ def test_all_filters_exposed():
     assert set(FILTERS) == {
         "k8s_minor", "k8s_supported_minor", "k8s_upgrade_needed", "k8s_network_errors", "k8s_topology_errors",
         "k8s_join_order", "k8s_upgrade_order", "k8s_reset_order", "k8s_feature_gates", "k8s_extra_args",
-        "k8s_package_repo", "microk8s_merge_args", "microk8s_enable_cdi",
+        "k8s_package_repo", "microk8s_merge_args", "microk8s_merge_env", "microk8s_enable_cdi",
     }
 
 
@@ -23,6 +23,8 @@ def test_value_errors_become_filter_errors():
         FILTERS["k8s_supported_minor"]("1.37")
     with pytest.raises(AnsibleFilterError, match="is not of the form"):
         FILTERS["microk8s_merge_args"]("oops\n", {"a": 1})
+    with pytest.raises(AnsibleFilterError, match="containerd-env: '1X' is not an environment variable name"):
+        FILTERS["microk8s_merge_env"]("", {"1X": "y"})
 
 
 def test_filters_accept_none_from_templates():
@@ -33,3 +35,5 @@ def test_filters_accept_none_from_templates():
     assert FILTERS["k8s_package_repo"]("1.36", "Debian", "")["url"].startswith("https://pkgs.k8s.io/")
     assert FILTERS["k8s_topology_errors"](["a", "b"], [], "microk8s", "", "") == [
         "control_plane: 2 hosts (a, b); HA needs an odd number (3, 5, ...) so that etcd/dqlite keeps quorum when one fails"]
+    assert FILTERS["microk8s_merge_env"]("ulimit -n 1\n", None) == "ulimit -n 1\n"
+    assert FILTERS["k8s_topology_errors"](["gpu1"], ["gpu1"], "microk8s") == []
