@@ -48,6 +48,39 @@ def test_rocky_uses_dockers_repository_through_the_mirror(major):
     assert by_name(tasks, "Decide the config layout")["args"]["__containerd_layout"] == "2"
 
 
+INSTALL_DEB822 = "Install python3-debian (deb822_repository needs it on the host)"
+DOCKER_APT = "Add Docker's package repository (apt)"
+
+
+def test_apt_docker_repository_gets_python3_debian_first():
+    renderer = Renderer("containerd", debian_facts(), {"gpushare_mirrors": MIRRORS, "containerd_source": "docker"})
+    tasks = renderer.tasks("install.yml")
+    names = [t["name"] for t in tasks]
+    install = by_name(tasks, INSTALL_DEB822)
+    assert install["module"] == "ansible.builtin.apt" and install["args"]["name"] == "python3-debian"
+    assert names.index(INSTALL_DEB822) < names.index(DOCKER_APT)
+    assert by_name(tasks, DOCKER_APT)["args"]["uris"] == "http://apt.mirror.internal/linux/debian"
+
+
+def test_no_python3_debian_without_dockers_apt_repository(major):
+    debian_names = [t["name"] for t in Renderer("containerd", debian_facts()).tasks("install.yml")]
+    rocky_names = [t["name"] for t in rocky(major, gpushare_mirrors=MIRRORS).tasks("install.yml")]
+    assert INSTALL_DEB822 not in debian_names + rocky_names
+
+
+@pytest.mark.parametrize("check_mode,support,runs", [
+    (False, {"changed": True}, True),
+    (True, {"changed": False}, True),
+    (True, {"changed": True}, False),
+    (True, {"changed": False, "failed": True}, False),
+])
+def test_docker_apt_repository_tolerates_missing_python3_debian_in_check_mode_only(check_mode, support, runs):
+    renderer = Renderer("containerd", debian_facts(), {"containerd_source": "docker"})
+    renderer.variables["ansible_check_mode"] = check_mode
+    names = [t["name"] for t in renderer.tasks("install.yml", {"__containerd_deb822_support": support})]
+    assert (DOCKER_APT in names) == runs
+
+
 def test_rocky_refuses_a_distribution_package_it_does_not_have(major):
     failed = " ".join(rocky(major, containerd_source="distribution").failed_asserts("facts.yml"))
     assert "containerd_source=docker" in failed

@@ -165,13 +165,107 @@ def test_ubuntu_sources_go_to_the_mirror():
                  virtualization_type="kvm", virtualization_role="host")
     renderer = Renderer("host_prep", facts, {"gpushare_mirrors": MIRRORS})
     renderer.variables["__host_prep_in_container"] = False
-    tasks = renderer.tasks("repositories_apt.yml")
+    stat = by_name(renderer.tasks("repositories_apt.yml"), "Find the stock distribution sources")
+    assert [i["path"] for i in stat["items"]] == ["/etc/apt/sources.list.d/ubuntu.sources"]
+    tasks = renderer.tasks("repositories_apt.yml", sources_found("/etc/apt/sources.list.d/ubuntu.sources"))
     replaced = by_name(tasks, "Point the distribution sources at the mirror")["items"]
     assert {(i["path"], i["replace"]) for i in replaced} == {
         ("/etc/apt/sources.list.d/ubuntu.sources", "http://apt.mirror.internal/ubuntu")}
     k8s = by_name(tasks, "Add the Kubernetes package repository")["args"]
     assert k8s["uris"] == "http://apt.mirror.internal/core:/stable:/v1.35/deb/"
     assert mirror_rules.upstream_hosts_in(yaml.safe_dump([t["items"] for t in tasks])) == []
+
+
+def sources_found(*present: str, changed: bool = False) -> dict:
+    """Registered results of the stat probe (the files present) and of the rewrite."""
+    return {"__host_prep_sources_stat": {"results": [{"item": path, "stat": {"exists": True}} for path in present]},
+            "__host_prep_sources_mirror": {"changed": changed}}
+
+
+def debian(**extra) -> Renderer:
+    return Renderer("host_prep", debian_facts(), extra)
+
+
+def test_debian_archive_goes_to_the_mirror_of_its_own_key():
+    mirrors = {"apt": {"debian": "http://127.0.0.1:8080", "ubuntu": "http://ubuntu.mirror.internal"}}
+    renderer = debian(gpushare_mirrors=mirrors)
+    stat = by_name(renderer.tasks("repositories_apt.yml"), "Find the stock distribution sources")
+    assert [i["path"] for i in stat["items"]] == ["/etc/apt/sources.list", "/etc/apt/sources.list.d/debian.sources"]
+    # Only the files the host has are rewritten (Debian 12 hosts have one or the other).
+    tasks = renderer.tasks("repositories_apt.yml", sources_found("/etc/apt/sources.list"))
+    replaced = by_name(tasks, "Point the distribution sources at the mirror")["items"]
+    assert {(i["path"], i["regexp"].split("/?")[0].replace("\\", ""), i["replace"]) for i in replaced} == {
+        ("/etc/apt/sources.list", "http://deb.debian.org/debian", "http://127.0.0.1:8080/debian"),
+        ("/etc/apt/sources.list", "http://deb.debian.org/debian-security", "http://127.0.0.1:8080/debian-security"),
+        ("/etc/apt/sources.list", "http://security.debian.org/debian-security",
+         "http://127.0.0.1:8080/debian-security"),
+    }
+    # The setting passes preflight (gpushare_mirrors validation).
+    assert renderer.failed_asserts("preflight.yml") == []
+
+
+def test_debian_sources_stay_without_a_debian_mirror():
+    # The Ubuntu setting is not Debian's: nothing is probed or rewritten.
+    renderer = debian(gpushare_mirrors={"apt": {"ubuntu": "http://ubuntu.mirror.internal"}})
+    names = [t["name"] for t in renderer.tasks("repositories_apt.yml")]
+    assert "Find the stock distribution sources" not in names
+    assert "Point the distribution sources at the mirror" not in names
+
+
+def test_the_regexp_keeps_the_security_archive_apart():
+    # http://deb.debian.org/debian must not match the start of .../debian-security.
+    renderer = debian(gpushare_mirrors={"apt": {"debian": "http://m"}})
+    tasks = renderer.tasks("repositories_apt.yml", sources_found("/etc/apt/sources.list"))
+    items = by_name(tasks, "Point the distribution sources at the mirror")["items"]
+    line = "deb http://deb.debian.org/debian-security bookworm-security main\n"
+    rewritten = {re.sub(i["regexp"], i["replace"], line) for i in items} - {line}
+    assert rewritten == {"deb http://m/debian-security bookworm-security main\n"}
+
+
+@pytest.mark.parametrize("extra", [{"host_prep_kubernetes_repo_enabled": True},
+                                   {"host_prep_kubernetes_repo_enabled": False, "host_prep_nvidia_repo_enabled": True}])
+def test_python3_debian_is_installed_before_the_first_deb822_repository(extra):
+    renderer = debian(gpushare_mirrors={"apt": {"debian": "http://m"}}, **extra)
+    tasks = renderer.tasks("repositories_apt.yml", sources_found("/etc/apt/sources.list", changed=True))
+    names = [t["name"] for t in tasks]
+    install = by_name(tasks, "Install python3-debian (deb822_repository needs it on the host)")
+    assert install["module"] == "ansible.builtin.apt"
+    assert install["args"]["name"] == "python3-debian"
+    # Sources just moved to the mirror: the lists are refreshed from it before the install.
+    assert install["args"]["update_cache"] is True and install["args"]["cache_valid_time"] == 0
+    first_deb822 = next(i for i, t in enumerate(tasks) if t["module"] == "ansible.builtin.deb822_repository")
+    assert names.index(install["name"]) < first_deb822
+    # And after the apt proxy, which that download may need.
+    assert names.index("Remove an apt proxy no longer configured") < names.index(install["name"])
+
+
+def test_python3_debian_is_not_installed_without_a_deb822_repository():
+    renderer = debian(host_prep_kubernetes_repo_enabled=False, host_prep_nvidia_repo_enabled=False)
+    names = [t["name"] for t in renderer.tasks("repositories_apt.yml")]
+    assert "Install python3-debian (deb822_repository needs it on the host)" not in names
+
+
+@pytest.mark.parametrize("check_mode,support,runs", [
+    (False, {"changed": True}, True),            # real run: installed just before
+    (True, {"changed": False}, True),            # check mode, already installed
+    (True, {"changed": True}, False),            # check mode, would be installed: skipped
+    (True, {"changed": False, "failed": True}, False),  # check mode, apt does not know it yet
+])
+def test_deb822_repositories_tolerate_missing_python3_debian_in_check_mode_only(check_mode, support, runs):
+    renderer = debian(host_prep_kubernetes_repo_enabled=True, host_prep_nvidia_repo_enabled=True)
+    renderer.variables["ansible_check_mode"] = check_mode
+    names = [t["name"] for t in renderer.tasks("repositories_apt.yml", {"__host_prep_deb822_support": support})]
+    for name in ("Add the Kubernetes package repository", "Add the NVIDIA Container Toolkit package repository"):
+        assert (name in names) == runs
+
+
+def test_python3_debian_install_failure_is_fatal_outside_check_mode():
+    task = next(t for t in yaml.safe_load((ROLES / "host_prep" / "tasks" / "repositories_apt.yml").read_text())
+                if t["name"].startswith("Install python3-debian"))
+    renderer = debian()
+    assert renderer.value(task["ignore_errors"].strip("{} ")) is False
+    renderer.variables["ansible_check_mode"] = True
+    assert renderer.value(task["ignore_errors"].strip("{} ")) is True
 
 
 @pytest.mark.parametrize("extra,words", [
@@ -261,6 +355,7 @@ PROBES = {
     "__host_prep_secure_boot": {"stdout": "SecureBoot disabled", "rc": 0},
     "__host_prep_grubby": {"stdout": 'args="ro"', "rc": 0},
     "__host_prep_pro_config": {"path": "/tmp/tmpabc.pro.yaml"},
+    "__host_prep_sources_stat": {"results": [{"item": "/etc/apt/sources.list.d/ubuntu.sources", "stat": {"exists": True}}]},
 }
 EVERYTHING_ON = {
     "gpushare_gpus": [{"index": 0, "model": "H100-80GB"}], "gpushare_mirrors": MIRRORS, "gpushare_proxy": PROXY,
