@@ -93,12 +93,6 @@ INVENTORIES = {
                   "distribution": "kubeadm"},
 }
 
-# Role-side conflicts with the bundled inventories, reported rather than hidden: the
-# node test is an expected failure only for exactly this message.
-KNOWN_NODE_RENDER_FAILURES = {
-    "example": "listed in both control_plane and workers",
-}
-
 
 def _collections_path() -> str:
     module = sys.modules[m.__name__].__file__
@@ -167,10 +161,6 @@ def test_addon_render_names_only_mirrors(rendered):
 
 def test_node_render_names_only_mirrors(rendered):
     result = rendered["nodes"]
-    known = KNOWN_NODE_RENDER_FAILURES.get(rendered["inventory"])
-    if result.returncode != 0 and known and known in result.stdout:
-        pytest.xfail(f"{rendered['inventory']}: the {INVENTORIES[rendered['inventory']]['distribution']} role "
-                     f"rejects the inventory: {known}")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     files = _files(rendered["nodes_dir"])
     assert files, "the Kubernetes role rendered no file"
