@@ -7,6 +7,8 @@
 #       every dependency the image lacks: the image's dpkg status file STATUS tells apt what
 #       is installed already. Then writes WWW, signed with a throw-away key:
 #         WWW/debian/             dists/bookworm/main        the distribution's packages
+#                                 dists/bookworm-updates     empty (its packages are in
+#                                                            bookworm), for the stock sources
 #         WWW/linux/debian/       dists/bookworm/stable      the layout of Docker's repository
 #                                                            (key at linux/debian/gpg)
 #         WWW/K8S_PATH/           flat repository, empty     the layout of pkgs.k8s.io
@@ -131,6 +133,11 @@ build() {
     cp -l "${cache}"/debs/docker/*.deb "${docker}/pool/" 2>/dev/null || cp "${cache}"/debs/docker/*.deb "${docker}/pool/"
   fi
   write_packages "${debian}" "dists/${suite}/main/binary-amd64"
+  # The image's stock sources also name the updates suite; the packages taken from it are in
+  # the main suite above, so it is served empty (and signed) to keep `apt-get update` clean.
+  mkdir -p "${debian}/dists/${suite}-updates/main/binary-amd64"
+  : >"${debian}/dists/${suite}-updates/main/binary-amd64/Packages"
+  gzip -9nkf "${debian}/dists/${suite}-updates/main/binary-amd64/Packages"
   write_packages "${docker}" "dists/${suite}/stable/binary-amd64"
   # pkgs.k8s.io has no packages this machine could use; the repository stays empty but is
   # signed, so apt still proves the role's definition of it reaches the mirror.
@@ -138,6 +145,8 @@ build() {
   gzip -9nkf "${k8s}/Packages"
   write_release "${debian}/dists/${suite}" "Origin: gpushare test mirror" "Label: Debian layout" "Suite: stable" \
     "Codename: ${suite}" "Architectures: amd64" "Components: main"
+  write_release "${debian}/dists/${suite}-updates" "Origin: gpushare test mirror" "Label: Debian layout" \
+    "Suite: stable-updates" "Codename: ${suite}-updates" "Architectures: amd64" "Components: main"
   write_release "${docker}/dists/${suite}" "Origin: gpushare test mirror" "Label: Docker layout" "Suite: ${suite}" \
     "Codename: ${suite}" "Architectures: amd64" "Components: stable"
   write_release "${k8s}" "Origin: gpushare test mirror" "Label: Kubernetes layout" "Architectures: amd64"
@@ -151,7 +160,7 @@ build() {
     gpg --batch --quiet --pinentry-mode loopback --passphrase '' \
       --quick-gen-key 'gpushare.cluster test mirror <mirror@localhost>' ed25519 sign 2d
     gpg --batch --quiet --armor --export >"${www}/mirror.asc"
-    for release in "${debian}/dists/${suite}/Release" "${docker}/dists/${suite}/Release" "${k8s}/Release"; do
+    for release in "${debian}/dists/${suite}/Release" "${debian}/dists/${suite}-updates/Release" "${docker}/dists/${suite}/Release" "${k8s}/Release"; do
       gpg --batch --quiet --yes --clearsign -o "${release%/Release}/InRelease" "${release}"
       gpg --batch --quiet --yes --armor --detach-sign -o "${release}.gpg" "${release}"
     done

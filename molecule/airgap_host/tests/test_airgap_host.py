@@ -63,6 +63,17 @@ def test_roles_defined_their_repositories_on_the_mirror(host, mirror):
         assert host.file(path.split(":", 1)[1].strip()).content_string == key
 
 
+def test_host_prep_pointed_the_stock_debian_sources_at_the_mirror(host, mirror):
+    # The image's own list, untouched by the scenario, now names the mirror only.
+    lines = [line.split() for line in host.file("/etc/apt/sources.list").content_string.splitlines()
+             if line.startswith("deb")]
+    assert {(line[1], line[2]) for line in lines} == {(f"{mirror}/debian", "bookworm"),
+                                                      (f"{mirror}/debian", "bookworm-updates")}
+    # The only other source files are the repositories the roles defined.
+    files = host.check_output("find /etc/apt/sources.list.d -type f -printf '%f\\n'").split()
+    assert sorted(files) == ["docker.sources", "kubernetes.sources"]
+
+
 def test_refresh_from_the_mirror_alone_is_clean(host):
     result = host.run("apt-get update")
     assert result.rc == 0, result.stderr
@@ -78,7 +89,7 @@ def test_host_prep_packages_from_the_mirror(host, mirror, package):
     assert all(s.startswith(mirror) for s in sources), sources
 
 
-@pytest.mark.parametrize("package", ["chrony", "conntrack", "socat", "ethtool", "curl"])
+@pytest.mark.parametrize("package", ["python3-debian", "chrony", "conntrack", "socat", "ethtool", "curl"])
 def test_new_packages_came_from_the_distribution_path(host, mirror, package):
     assert installed_from(host, package) == [f"{mirror}/debian"]
 
