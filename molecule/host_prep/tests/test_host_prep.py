@@ -53,7 +53,7 @@ def test_chrony_enabled(host):
 
 def test_time_servers_only_on_the_control_plane(host):
     sources = host.file("/etc/chrony/sources.d/gpushare.sources")
-    if name(host) == "hp-control-plane":
+    if name(host) == "gpushare-host-prep-control-plane":
         assert_root_file(sources)
         assert sources.content_string.splitlines()[1:] == [
             "server time1.example.internal iburst",
@@ -70,7 +70,7 @@ def test_time_servers_only_on_the_control_plane(host):
 
 def test_nouveau_blacklisted_only_on_the_gpu_worker(host):
     conf = host.file(NOUVEAU_FILE)
-    if name(host) == "hp-gpu-worker":
+    if name(host) == "gpushare-host-prep-gpu-worker":
         assert_root_file(conf)
         assert "blacklist nouveau" in conf.content_string.splitlines()
         assert "options nouveau modeset=0" in conf.content_string.splitlines()
@@ -80,7 +80,7 @@ def test_nouveau_blacklisted_only_on_the_gpu_worker(host):
 
 def test_kernel_parameters_only_on_the_gpu_worker(host):
     snippet = host.file(GRUB_SNIPPET)
-    if name(host) == "hp-gpu-worker":
+    if name(host) == "gpushare-host-prep-gpu-worker":
         assert_root_file(snippet)
         assert 'GRUB_CMDLINE_LINUX="${GRUB_CMDLINE_LINUX} iommu=pt"' in snippet.content_string
         # The snippet is valid shell, as grub-mkconfig sources it.
@@ -90,7 +90,7 @@ def test_kernel_parameters_only_on_the_gpu_worker(host):
 
 
 def test_firewall_package_only_where_configured(host):
-    assert host.package("ufw").is_installed == (name(host) == "hp-cpu-worker")
+    assert host.package("ufw").is_installed == (name(host) == "gpushare-host-prep-cpu-worker")
 
 
 def test_no_proxy_file_without_proxy(host):

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleError
 
-from .host_layer_render import ROLES, Renderer, by_name, debian_facts, rocky_facts
+from .host_layer_render import REPO_ROOT, ROLES, Renderer, by_name, debian_facts, rocky_facts
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirror_rules
 
@@ -392,3 +392,22 @@ def test_every_task_file_renders_for_ubuntu(task_file):
 def test_every_template_renders_for_rocky(major, template):
     text = rocky(major, **EVERYTHING_ON).template(template)
     assert "Ansible managed" in text.splitlines()[0]
+
+
+HOST_LAYER_SCENARIOS = ("smoke", "host_prep", "containerd", "airgap_host")
+
+
+def test_molecule_container_names_are_prefixed_and_never_shared():
+    # Podman container names are global on a machine: two scenarios with one name would
+    # remove or reuse each other's containers.
+    owners: dict[str, list[str]] = {}
+    for config in sorted((REPO_ROOT / "molecule").glob("*/molecule.yml")):
+        for platform in (yaml.safe_load(config.read_text()) or {}).get("platforms") or []:
+            owners.setdefault(platform["name"], []).append(config.parent.name)
+    assert {name: scenarios for name, scenarios in owners.items() if len(scenarios) > 1} == {}
+    for scenario in HOST_LAYER_SCENARIOS:
+        names = [name for name, scenarios in owners.items() if scenario in scenarios]
+        assert names, f"molecule/{scenario} has no platform"
+        prefix = f"gpushare-{scenario.replace('_', '-')}-"
+        assert all(name.startswith(prefix) for name in names), (scenario, names)
+
