@@ -12,7 +12,8 @@ node finished before the next starts, and the failure paths: MIG Manager reports
 Manager log, later nodes are not touched); a PodDisruptionBudget keeps refusing the
 eviction (retried until gpu_operator_drain_timeout, then the run stops naming the pods
 still there, the node stays cordoned and unlabelled); a GPU pod no controller manages
-(refused at once unless gpu_operator_drain_force). The k8s_drain stand-in applies the
+(refused at once unless gpu_operator_drain_force); check mode changes nothing and waits for
+nothing. The k8s_drain stand-in applies the
 real module's pod filters and messages (kubernetes.core 6.2.0). What it does not prove:
 how a real API server, kubelet, PodDisruptionBudget controller or MIG Manager behave."""
 
@@ -69,7 +70,7 @@ def cluster(mig_result):
     }
 
 
-def run_relabel(tmp: Path, mig_result: str, change=None, extra_vars=None):
+def run_relabel(tmp: Path, mig_result: str, change=None, extra_vars=None, args=()):
     state = tmp / "cluster.json"
     start = cluster(mig_result)
     if change:
@@ -90,7 +91,7 @@ def run_relabel(tmp: Path, mig_result: str, change=None, extra_vars=None):
                ANSIBLE_COLLECTIONS_PATH=f"{FAKE}:{collections_dir()}",
                ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
                ANSIBLE_HOME=str(tmp / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-local"))
-    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(playbook)], env=env,
+    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), *args], env=env,
                             capture_output=True, text=True, timeout=300, check=False)
     return result, json.loads(state.read_text())
 
@@ -203,6 +204,20 @@ def test_a_gpu_pod_no_controller_manages_is_refused_at_once_unless_forced(tmp_pa
     forced, state = run_relabel(tmp_path, "success", bare_pod, {"gpu_operator_drain_force": True})
     assert forced.returncode == 0, forced.stdout[-3000:]
     assert "data/debug" in state["evicted"]
+
+
+def test_check_mode_changes_nothing_and_waits_for_nothing(tmp_path):
+    result, state = run_relabel(tmp_path, "failed", args=("--check",))
+    assert result.returncode == 0, result.stdout[-3000:]
+    start = cluster("failed")
+    assert state["nodes"] == start["nodes"] and state["pods"] == start["pods"]
+    # k8s_drain does not support check mode (skipped); k8s only reports; no waits, no log
+    assert {c["module"] for c in state["calls"]} == {"k8s_info", "k8s"}
+    assert all(c.get("check_mode") for c in state["calls"] if c["module"] == "k8s")
+    assert steps(state["calls"]) == [
+        "list pods a100", "mark data/trainer", "label a100 nvidia.com/mig.config",
+        "list pods l40s", "mark data-notebooks/notebook", "label l40s nvidia.com/device-plugin.config",
+    ]
 
 
 def test_nothing_happens_when_the_labels_are_already_right(tmp_path):
