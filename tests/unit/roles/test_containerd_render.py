@@ -81,6 +81,36 @@ def test_docker_apt_repository_tolerates_missing_python3_debian_in_check_mode_on
     assert (DOCKER_APT in names) == runs
 
 
+@pytest.mark.parametrize("registered,installs", [
+    ({"__containerd_deb822_support": {"changed": True}}, False),     # python3-debian first
+    ({"__containerd_deb822_support": {"failed": True}}, False),      # apt lists not fresh yet
+    ({"__containerd_deb822_support": {"changed": False}, "__containerd_repo_apt": {"changed": True}}, False),
+    ({"__containerd_deb822_support": {"changed": False}, "__containerd_repo_apt": {"changed": False}}, True),
+])
+def test_check_mode_does_not_resolve_a_package_of_a_repository_not_yet_defined(registered, installs):
+    renderer = Renderer("containerd", debian_facts(), {"containerd_source": "docker"})
+    renderer.variables["ansible_check_mode"] = True
+    names = [t["name"] for t in renderer.tasks("install.yml", registered)]
+    assert ("Install the containerd package" in names) == installs
+    assert ("Say why check mode cannot resolve the containerd package" in names) != installs
+    # No binary to ask for its version either, until the real run installed it.
+    assert ("Read the installed containerd version" in names) == installs
+    service = Renderer("containerd", debian_facts(), {"containerd_source": "docker"})
+    service.variables["ansible_check_mode"] = True
+    assert service.holds("not __containerd_check_mode_pending | bool",
+                         **{**registered, "__containerd_package_result": {"changed": False}}) == installs
+
+
+def test_rocky_check_mode_waits_for_dockers_repository(major):
+    renderer = rocky(major)
+    renderer.variables["ansible_check_mode"] = True
+    names = [t["name"] for t in renderer.tasks("install.yml", {"__containerd_repo_dnf": {"changed": True}})]
+    assert "Install the containerd package" not in names
+    renderer.variables["ansible_check_mode"] = False
+    names = [t["name"] for t in renderer.tasks("install.yml", {"__containerd_repo_dnf": {"changed": True}})]
+    assert "Install the containerd package" in names
+
+
 def test_rocky_refuses_a_distribution_package_it_does_not_have(major):
     failed = " ".join(rocky(major, containerd_source="distribution").failed_asserts("facts.yml"))
     assert "containerd_source=docker" in failed
