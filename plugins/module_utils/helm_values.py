@@ -12,9 +12,13 @@ Ansible imports, so the add-on roles and the tests share one implementation. Err
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any, Dict, List, Mapping
 
-import yaml
+try:
+    import yaml
+except ImportError:  # ansible-core brings PyYAML; _block_dumper() says so if it is missing
+    yaml = None
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirrors_lib
 
@@ -65,23 +69,27 @@ class PlanError(ValueError):
     """The plan lacks something an add-on needs."""
 
 
-class _BlockDumper(yaml.SafeDumper):
-    """Multi-line strings (embedded configs, CSV, dashboards) as readable literal blocks."""
+@functools.lru_cache(maxsize=None)
+def _block_dumper() -> Any:
+    """A SafeDumper writing multi-line strings (embedded configs, CSV, dashboards) as
+    readable literal blocks, block lists indented under their key."""
+    if yaml is None:
+        raise PlanError("PyYAML is required to write values files and manifests")
 
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> Any:
-        return super().increase_indent(flow, False)
+    class BlockDumper(yaml.SafeDumper):
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> Any:
+            return super().increase_indent(flow, False)
 
+    def represent_str(dumper: Any, data: str) -> Any:
+        style = "|" if "\n" in data else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
-def _represent_str(dumper: yaml.SafeDumper, data: str) -> Any:
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_BlockDumper.add_representer(str, _represent_str)
+    BlockDumper.add_representer(str, represent_str)
+    return BlockDumper
 
 
 def _dump(data: Any) -> str:
-    return yaml.dump(data, Dumper=_BlockDumper, default_flow_style=False, sort_keys=False, width=120)
+    return yaml.dump(data, Dumper=_block_dumper(), default_flow_style=False, sort_keys=False, width=120)
 
 
 def to_yaml(data: Any) -> str:

@@ -167,11 +167,11 @@ def render_alerts(**overrides: Any) -> str:
     import jinja2
 
     text = ALERTS_TEMPLATE.read_text(encoding="utf-8")
-    first, _, body = text.partition("\n")
+    first, _sep, body = text.partition("\n")
     assert first.startswith("#jinja2:"), first
     options = {}
     for pair in first[len("#jinja2:"):].split(","):
-        key, _, value = pair.partition(":")
+        key, _sep, value = pair.partition(":")
         options[key.strip()] = yaml.safe_load(value.strip())
     variables = yaml.safe_load((MONITORING / "defaults" / "main.yml").read_text(encoding="utf-8"))
     variables.update(overrides)

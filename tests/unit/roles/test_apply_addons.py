@@ -108,6 +108,6 @@ def test_apply_with_monitoring_first_keeps_the_kueue_service_monitor(tmp_path):
      "ClusterQueues not active: data (flavor rtx-pro-6000-whole not found)"),
 ], ids=["gpu_operator", "dra_driver", "kueue"])
 def test_waits_fail_naming_what_is_not_ready(tmp_path, role, cluster, extra, message):
-    result, _ = apply(tmp_path, (role,), fresh_cluster(**cluster), extra)
+    result, _cluster = apply(tmp_path, (role,), fresh_cluster(**cluster), extra)
     assert result.returncode != 0
     assert message in " ".join(result.stdout.split()), result.stdout[-3000:]

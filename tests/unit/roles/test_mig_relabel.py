@@ -83,8 +83,8 @@ def run_relabel(tmp: Path, mig_result: str, change=None, extra_vars=None, args=(
         "gather_facts": False,
         "vars": {"gpushare_plan": yaml.safe_load((FIXTURES / "plan_device_plugin.yml").read_text()),
                  "gpu_operator_mig_log_lines": 1, **(extra_vars or {})},
-        "tasks": [{"name": "Relabel", "ansible.builtin.include_role": {"name": "gpushare.cluster.gpu_operator",
-                                                                        "tasks_from": "relabel"}}],
+        "tasks": [{"name": "Relabel",
+                   "ansible.builtin.include_role": {"name": "gpushare.cluster.gpu_operator", "tasks_from": "relabel"}}],
     }]))
     env = dict(os.environ, GPUSHARE_FAKE_CLUSTER=str(state), ANSIBLE_NOCOLOR="1",
                # the stand-ins come first, so kubernetes.core.* resolves to them

@@ -247,4 +247,3 @@ def test_kube_state_metrics_exports_every_label_the_rules_read(rendered):
         assert used["nodes"] == {"label_nvidia_com_mig_config_state"}
         for resource, labels in used.items():
             assert labels <= allowed.get(resource, set()), (name, resource, labels)
-

@@ -234,7 +234,7 @@ def test_status_helpers():
 
 def test_manifest_helpers_round_trip(dra_plan):
     objects = hv.objects_for(dra_plan, "kueue")
-    assert [d for d in yaml.safe_load_all(hv.to_manifests(objects))] == objects
+    assert list(yaml.safe_load_all(hv.to_manifests(objects))) == objects
     assert hv.to_manifests([]) == ""
     rule = hv.prometheus_rule("gpushare", "monitoring", "groups:\n  - name: g\n    rules: []\n")
     assert rule["spec"]["groups"] == [{"name": "g", "rules": []}]
