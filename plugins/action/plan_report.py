@@ -20,7 +20,7 @@ import tempfile
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads, plan_report
+from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads, plan_report, plan_views
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan
 
 try:
@@ -42,6 +42,7 @@ ARGUMENT_SPEC = dict(
     title=dict(type="str", default="GPU sharing plan"),
     return_plan=dict(type="bool", default=False),
     write=dict(type="bool", default=True),
+    views=dict(type="list", elements="str"),
     summary_rows=dict(type="int", default=64),
 )
 # Warnings shown as Ansible warnings; a large fleet can have thousands (all are in the files).
@@ -139,8 +140,16 @@ class ActionModule(ActionBase):
 
         plan = _plain(args["plan"]) if args["plan"] is not None else self._inventory_plan(args, task_vars)
         if not args["write"]:
-            # Plan only: validate the inventory and hand the plan to later tasks.
-            result.update(changed=False, ansible_facts={"gpushare_plan": plan})
+            # Plan only: validate the inventory and hand the plan to later tasks. With
+            # views, only what each named add-on role renders from (a plan of megabytes
+            # in a fact is copied and walked by Ansible for every later task).
+            if args["views"] is not None:
+                try:
+                    result.update(changed=False, views=plan_views.plan_views(plan, args["views"]))
+                except ValueError as error:
+                    raise AnsibleActionFail(str(error))
+            else:
+                result.update(changed=False, ansible_facts={"gpushare_plan": plan})
             return result
         try:
             generated = generated_files(plan, args["title"], args["examples"])

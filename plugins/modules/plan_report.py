@@ -100,6 +100,22 @@ options:
       - Also return the plan in the result (large for large inventories).
     type: bool
     default: false
+  write:
+    description:
+      - Write O(dest). With V(false) the inventory is only validated and planned, nothing is
+        written, and the plan is set as the C(gpushare_plan) fact (or, with O(views), only
+        the views are returned).
+    type: bool
+    default: true
+  views:
+    description:
+      - With O(write=false), return instead of the C(gpushare_plan) fact the part of the plan
+        that the render step of each of these add-on roles reads (RV(views)). Roles that
+        read no plan (C(monitoring)) are left out.
+      - A plan of thousands of GPUs is megabytes; as a fact Ansible copies and walks it for
+        every later task, which a view avoids.
+    type: list
+    elements: str
 requirements:
   - PyYAML on the controller
 """
@@ -156,6 +172,12 @@ errors:
   returned: failure
   type: list
   elements: str
+views:
+  description:
+    - Role name -> the plan with only the keys, node fields and object kinds that role's
+      render step reads, when O(write=false) and O(views) is set.
+  returned: when O(write=false) and O(views) is set
+  type: dict
 plan:
   description: The plan, when O(return_plan=true).
   returned: when O(return_plan=true)
