@@ -410,4 +410,3 @@ def test_molecule_container_names_are_prefixed_and_never_shared():
         assert names, f"molecule/{scenario} has no platform"
         prefix = f"gpushare-{scenario.replace('_', '-')}-"
         assert all(name.startswith(prefix) for name in names), (scenario, names)
-
