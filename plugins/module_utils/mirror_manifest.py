@@ -81,15 +81,43 @@ IMAGE_TABLE: Tuple[ImageRow, ...] = (
      "kube-state-metrics sub-chart 8.4.0, appVersion 2.20.0"),
 )
 
-# Images a chart pulls whose tag its pinned values do not fix: listed, not guessed.
+# kube-prometheus-stack 88.5.3's dependencies (its Chart.yaml, as recorded with the pinned
+# values); unit tests compare them with that record. Each sub-chart picks its images.
+SUBCHARTS: Dict[str, Dict[str, str]] = {
+    "grafana": {"version": "12.11.1", "repository": "https://grafana-community.github.io/helm-charts",
+                "condition": "grafana.enabled"},
+    "kube-state-metrics": {"version": "8.4.0", "repository": "https://prometheus-community.github.io/helm-charts",
+                           "condition": "kubeStateMetrics.enabled"},
+    "prometheus-node-exporter": {"version": "4.56.1",
+                                 "repository": "https://prometheus-community.github.io/helm-charts",
+                                 "condition": "nodeExporter.enabled"},
+    "prometheus-windows-exporter": {"version": "0.12.*",
+                                    "repository": "https://prometheus-community.github.io/helm-charts",
+                                    "condition": "windowsMonitoring.enabled"},
+}
+
+_RENDER = ("`helm template monitoring kube-prometheus-stack-88.5.3.tgz | grep 'image:'` on the pulled chart, "
+           "then pin the tag with gpushare_mirror_extra_images")
+
+# Images a chart pulls whose tag its pinned values do not fix: listed, not guessed. An
+# entry disappears from ``unresolved`` once extra_images pins a tag of its repository.
 UNRESOLVED_TABLE: Tuple[Tuple[str, str, str, str], ...] = (
+    # prometheus-node-exporter 4.56.1: release notes (prometheus-community/helm-charts, tag
+    # prometheus-node-exporter-4.56.1) update node_exporter to v1.12.1, and the chart's
+    # default tag is "v" + appVersion (charts/prometheus-node-exporter/values.yaml). But
+    # kube-prometheus-stack 88.5.3 sets prometheus-node-exporter.image.distroless: true, and
+    # how 4.56.1 turns that into a tag was not read, so v1.12.1 alone is not the pulled tag.
     ("kube-prometheus-stack", "quay.io/prometheus/node-exporter", "monitoring",
-     "prometheus-node-exporter sub-chart 4.56.1 appVersion; run `helm template` on the pulled chart "
-     "and pin the tag with extra_images (gpushare_mirror_extra_images)"),
+     "prometheus-node-exporter sub-chart 4.56.1 (node_exporter 1.12.1) with image.distroless: true set by "
+     "kube-prometheus-stack; the distroless tag form of 4.56.1 is unconfirmed: " + _RENDER),
+    # grafana 12.11.1 (grafana-community/helm-charts): image tag "" = the chart's appVersion;
+    # no Chart.yaml of 12.11.1 was found, so the Grafana version is unknown here.
     ("kube-prometheus-stack", "docker.io/grafana/grafana", "monitoring",
-     "grafana sub-chart 12.11.1 appVersion; resolve with `helm template` on the pulled chart"),
+     "grafana sub-chart 12.11.1, tag = that chart's appVersion (not found in the sources read): " + _RENDER),
+    # The dashboard/datasource sidecar (grafana.sidecar.*.enabled: true in the pinned values)
+    # takes its tag from the grafana 12.11.1 values.yaml, which was not found either.
     ("kube-prometheus-stack", "quay.io/kiwigrid/k8s-sidecar", "monitoring",
-     "grafana sub-chart's dashboard sidecar; resolve with `helm template` on the pulled chart"),
+     "grafana sub-chart 12.11.1's sidecar.image default (values.yaml of that chart version not found): " + _RENDER),
 )
 
 # Images deployed only on request; named so users see why they are absent.
@@ -100,6 +128,7 @@ NOT_MIRRORED = (
     "gpu-operator draDriver (nvcr.io/nvidia/dra-driver-nvidia-gpu): the collection installs the standalone "
     "DRA driver chart instead",
     "kube-prometheus-stack thanos, busybox (crds.upgradeJob), admission-webhook deployment: disabled by default",
+    "kube-prometheus-stack prometheus-windows-exporter sub-chart: windowsMonitoring.enabled is false",
     "kueue kueueviz-backend/frontend: enableKueueViz is false",
 )
 
@@ -210,8 +239,8 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
     ``driver_version``, ``driver_precompiled``, ``dcgm_enabled``, ``monitoring_enabled``,
     ``cni`` (kubeadm: calico|cilium|none), ``kube_vip`` (bool), ``os_families``
     (``["apt", "dnf"]`` subset; default from ``nodes``), ``architectures``,
-    ``extra_images``, ``mirrors`` (``gpushare_mirrors``), and optional
-    ``*_version`` keys that must equal the pinned ones.
+    ``extra_images`` (tagged references; one pins an ``unresolved`` repository),
+    ``mirrors`` (``gpushare_mirrors``), and optional ``*_version`` keys that must equal the pinned ones.
     Raises ``ManifestError`` listing every problem.
     """
     errors: List[str] = []
@@ -300,14 +329,33 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
                                "resolve": f"the {cni} chart and operator choose them; `helm template` the pulled "
                                           f"chart and list the operator's images for {CHARTS['tigera-operator' if cni == 'calico' else 'cilium']['version']}"})
     else:
+        # canonical/microk8s keeps the list per release branch in build-scripts/images.txt
+        # (written by build-scripts/update-images.sh from a running snap of that channel).
+        # The only copy read was not the 1.35 branch (it names Calico v3.28.1), so no tag
+        # for 1.35 is taken from it.
         unresolved.append({"component": "microk8s", "repository": "(MicroK8s add-on images: calico, coredns, pause)",
                            "mirror": "",
-                           "resolve": "`microk8s ctr images ls` on a connected node of the same channel, or "
-                                      "`microk8s images export-local` there and `microk8s images import` offline"})
-    for reference in settings.get("extra_images") or []:
+                           "resolve": f"build-scripts/images.txt on the {minor} branch of canonical/microk8s lists "
+                                      "them; or `microk8s ctr images ls` on a connected node of the same channel, "
+                                      "or `microk8s images export-local` there and `microk8s images import` offline"})
+    for index, reference in enumerate(settings.get("extra_images") or []):
+        try:
+            parsed = mirror_lib.parse_image(str(reference))
+        except ValueError as exc:
+            errors.append(f"extra_images[{index}]: {exc}")
+            continue
+        if not (parsed.tag or parsed.digest):
+            errors.append(f"extra_images[{index}]: {reference!r} has no tag or digest; the mirror needs the exact "
+                          f"image (e.g. {parsed.name}:<tag>)")
+            continue
         _add_image(images, str(reference), "extra", "extra_images", "inventory", mirrors)
     if errors:
         raise ManifestError("cannot build the mirror manifest:\n- " + "\n- ".join(errors))
+    # A repository pinned through extra_images is resolved: it is listed with its tag.
+    pinned = {mirror_lib.parse_image(key).name for key in images}
+    unresolved = [entry for entry in unresolved
+                  if entry["repository"].startswith("(")
+                  or mirror_lib.parse_image(entry["repository"]).name not in pinned]
 
     charts = []
     wanted_charts = ["gpu-operator", "kueue"]

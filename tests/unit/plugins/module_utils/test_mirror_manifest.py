@@ -136,6 +136,63 @@ def test_manifest_is_stable():
     assert "docker.io/library/busybox:1.36" in first
 
 
+
+@pytest.mark.parametrize("distribution", mm.DISTRIBUTIONS)
+@pytest.mark.parametrize("backend", mm.BACKENDS)
+@pytest.mark.parametrize("kubernetes_version", ["1.35", "1.35.2"])
+@pytest.mark.parametrize("cni", mm.CNIS)
+def test_every_listed_image_has_an_explicit_tag(distribution, backend, kubernetes_version, cni):
+    manifest = mm.build_manifest({"distribution": distribution, "backend": backend, "cni": cni,
+                                  "kubernetes_version": kubernetes_version, "kube_vip": True,
+                                  "dcgm_enabled": True, "driver_os": ["ubuntu24.04", "rocky9"],
+                                  "mirrors": MIRRORS})
+    assert manifest["images"]
+    for entry in manifest["images"]:
+        for reference in (entry["image"], entry["mirror"]):
+            ref = m.parse_image(reference)
+            assert ref.tag and ref.tag != "latest", reference
+    # What has no tag is in "unresolved", never in "images", and says how to resolve it.
+    listed = {m.parse_image(e["image"]).name for e in manifest["images"]}
+    for entry in manifest["unresolved"]:
+        assert entry["resolve"]
+        if not entry["repository"].startswith("("):
+            ref = m.parse_image(entry["repository"])
+            assert not ref.tag and not ref.digest and ref.name not in listed, entry
+
+
+def test_image_table_rows_carry_tags():
+    for chart, _path, image, _when, source in mm.IMAGE_TABLE:
+        assert m.parse_image(image).tag, image
+        assert source and chart in mm.CHARTS
+
+
+def test_extra_images_need_a_tag():
+    with pytest.raises(mm.ManifestError) as err:
+        mm.build_manifest({"driver_os": ["ubuntu24.04"],
+                           "extra_images": ["quay.io/prometheus/node-exporter", "quay.io/ok/image:1", "Bad Ref"]})
+    text = str(err.value)
+    assert "extra_images[0]: 'quay.io/prometheus/node-exporter' has no tag or digest" in text
+    assert "extra_images[2]:" in text and "extra_images[1]" not in text
+
+
+def test_pinning_an_unresolved_repository_resolves_it():
+    base = {"driver_os": ["ubuntu24.04"], "mirrors": MIRRORS}
+    before = mm.build_manifest(base)
+    open_repos = [e["repository"] for e in before["unresolved"]]
+    assert {"quay.io/prometheus/node-exporter", "docker.io/grafana/grafana",
+            "quay.io/kiwigrid/k8s-sidecar"} <= set(open_repos)
+    after = mm.build_manifest(dict(base, extra_images=["quay.io/prometheus/node-exporter:v9.9.9",
+                                                       "grafana/grafana:99.0.0"]))
+    assert [e["repository"] for e in after["unresolved"]] == \
+        [r for r in open_repos if r not in ("quay.io/prometheus/node-exporter", "docker.io/grafana/grafana")]
+    by_image = {e["image"]: e for e in after["images"]}
+    assert by_image["docker.io/grafana/grafana:99.0.0"]["mirror"] == "registry.internal:5000/grafana/grafana:99.0.0"
+    assert by_image["quay.io/prometheus/node-exporter:v9.9.9"]["components"] == ["extra"]
+    # Without monitoring, its sub-chart images are neither listed nor unresolved.
+    quiet = mm.build_manifest(dict(base, monitoring_enabled=False))
+    assert not any(e["component"] == "kube-prometheus-stack" for e in quiet["unresolved"])
+    assert not any("prometheus" in image for image in _images(quiet))
+
 def test_images_in_finds_every_shape():
     document = {
         "operator": {"repository": "r/nvidia", "image": "gpu-operator", "version": "v26.7.0"},
@@ -241,6 +298,41 @@ def test_kube_prometheus_stack_rows_match_values(reference_dir):
     assert values["prometheusOperator"]["admissionWebhooks"]["deployment"]["enabled"] is False
     assert values["thanosRuler"]["enabled"] is False
 
+
+
+def test_kube_prometheus_stack_subcharts_match_the_reference(reference_dir):
+    """The sub-chart versions named in the manifest are those of the pinned chart, every
+    enabled sub-chart's images are listed or unresolved, and the disabled one is named in
+    not_mirrored."""
+    notes = (reference_dir / "monitoring" / "NOTES.md").read_text(encoding="utf-8")
+    deps = re.search(r"chart \*\*88\.5\.3\*\*.*?Deps: (.*)", notes).group(1)
+    for name, chart in mm.SUBCHARTS.items():
+        assert f"{name} {chart['version']}" in deps, name
+    assert chart_host(mm.SUBCHARTS["grafana"]["repository"]) in deps
+    values = _load(reference_dir / "monitoring" / "kube-prometheus-stack-values.yaml")
+    for name, chart in mm.SUBCHARTS.items():
+        switch, _enabled = chart["condition"].split(".")
+        enabled = values[switch]["enabled"]
+        if name == "prometheus-windows-exporter":
+            assert enabled is False
+            assert any(name in text for text in mm.NOT_MIRRORED)
+        else:
+            assert enabled is True, name
+    manifest = mm.build_manifest({"driver_os": ["ubuntu24.04"]})
+    unresolved = {e["repository"]: e["resolve"] for e in manifest["unresolved"]}
+    ksm = mm.SUBCHARTS["kube-state-metrics"]["version"]
+    app = re.search(rf"kube-state-metrics {re.escape(ksm)} \(app ([0-9.]+)\)", notes).group(1)
+    assert f"registry.k8s.io/kube-state-metrics/kube-state-metrics:v{app}" in _images(manifest)
+    assert f"node-exporter sub-chart {mm.SUBCHARTS['prometheus-node-exporter']['version']}" in \
+        unresolved["quay.io/prometheus/node-exporter"]
+    assert values["prometheus-node-exporter"]["image"]["distroless"] is True   # why its tag stays open
+    for repository in ("docker.io/grafana/grafana", "quay.io/kiwigrid/k8s-sidecar"):
+        assert f"grafana sub-chart {mm.SUBCHARTS['grafana']['version']}" in unresolved[repository]
+    assert values["grafana"]["sidecar"]["dashboards"]["enabled"] is True
+
+
+def chart_host(url):
+    return url.split("//", 1)[1].split("/", 1)[0]
 
 def test_pinned_chart_versions_match_design(repo_root):
     design = (repo_root.parent / "shared" / "DESIGN.md")
