@@ -136,7 +136,6 @@ def test_manifest_is_stable():
     assert "docker.io/library/busybox:1.36" in first
 
 
-
 @pytest.mark.parametrize("distribution", mm.DISTRIBUTIONS)
 @pytest.mark.parametrize("backend", mm.BACKENDS)
 @pytest.mark.parametrize("kubernetes_version", ["1.35", "1.35.2"])
@@ -192,6 +191,7 @@ def test_pinning_an_unresolved_repository_resolves_it():
     quiet = mm.build_manifest(dict(base, monitoring_enabled=False))
     assert not any(e["component"] == "kube-prometheus-stack" for e in quiet["unresolved"])
     assert not any("prometheus" in image for image in _images(quiet))
+
 
 def test_images_in_finds_every_shape():
     document = {
@@ -299,7 +299,6 @@ def test_kube_prometheus_stack_rows_match_values(reference_dir):
     assert values["thanosRuler"]["enabled"] is False
 
 
-
 def test_kube_prometheus_stack_subcharts_match_the_reference(reference_dir):
     """The sub-chart versions named in the manifest are those of the pinned chart, every
     enabled sub-chart's images are listed or unresolved, and the disabled one is named in
@@ -333,6 +332,7 @@ def test_kube_prometheus_stack_subcharts_match_the_reference(reference_dir):
 
 def chart_host(url):
     return url.split("//", 1)[1].split("/", 1)[0]
+
 
 def test_pinned_chart_versions_match_design(repo_root):
     design = (repo_root.parent / "shared" / "DESIGN.md")
