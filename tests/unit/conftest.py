@@ -67,3 +67,18 @@ def reference_dir() -> Path:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+@pytest.fixture(autouse=True)
+def _modules_run_as_on_a_host(monkeypatch):
+    """Run in-process module calls the way they run on a managed host.
+
+    Once any controller code has been imported into the test process (playbook helpers,
+    action plugins, filters), ansible-core 2.19 flags the process as the controller and
+    sends ``module.warn()`` to the display instead of the module result. Tests would then
+    pass or fail depending on which ran first; resetting the flag per test keeps
+    ``result["warnings"]`` what a real module run returns.
+    """
+    from ansible.module_utils import _internal
+
+    monkeypatch.setattr(_internal, "is_controller", False)
