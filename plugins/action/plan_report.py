@@ -22,6 +22,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads, plan_report, plan_views
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan
+from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import plain as _plain
 
 try:
     import yaml
@@ -47,11 +48,6 @@ ARGUMENT_SPEC = dict(
 )
 # Warnings shown as Ansible warnings; a large fleet can have thousands (all are in the files).
 TERMINAL_ROWS = 64
-
-
-def _plain(value):
-    """Inventory values as plain JSON types (no lazy or tagged containers)."""
-    return json.loads(json.dumps(value))
 
 
 def generated_files(plan, title, examples):

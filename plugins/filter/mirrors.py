@@ -12,37 +12,9 @@ Examples (roles pass the inventory settings explicitly):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpushare.cluster.plugins.module_utils import mirror_manifest
 from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors
-
-
-def _plain(value):
-    """Plain Python types for the pure code (Ansible tags template results with subclasses)."""
-    if isinstance(value, Mapping):
-        return {_plain(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, bool) or value is None:
-        return value
-    for kind in (str, int, float):
-        if isinstance(value, kind):
-            return kind(value)
-    return value
-
-
-def _wrap(function):
-    def wrapper(*args, **kwargs):
-        try:
-            return function(*[_plain(arg) for arg in args], **{key: _plain(item) for key, item in kwargs.items()})
-        except ValueError as error:
-            raise AnsibleFilterError(str(error)) from error
-    wrapper.__name__ = function.__name__
-    wrapper.__doc__ = function.__doc__
-    return wrapper
+from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 
 def mirror_url(upstream, manager, name, mirror_settings=None):
