@@ -20,6 +20,16 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import 
 PLAN_VERSION = 1
 DISTRIBUTIONS = ("microk8s", "kubeadm")
 SUPPORTED_MINORS = (34, 35, 36)
+# Argument spec of the options every planner module shares (doc fragment
+# gpushare.cluster.plan_inputs documents them).
+PLAN_INPUT_ARGUMENT_SPEC = dict(
+    teams=dict(type="list", elements="dict", required=True),
+    nodes=dict(type="dict", required=True),
+    gpu_facts=dict(type="dict"),
+    backend=dict(type="str", choices=["dra", "device_plugin"], default="dra"),
+    cohort=dict(type="str", default="gpushare"),
+    tolerations=dict(type="list", elements="dict", default=[]),
+)
 _VERSION = re.compile(r"^v?1\.(\d+)(\.\d+)?$")
 
 

@@ -20,28 +20,9 @@ description:
     naming the host, GPU index and field.
 author:
   - gpushare.cluster maintainers (@gpushare)
+extends_documentation_fragment:
+  - gpushare.cluster.plan_inputs
 options:
-  teams:
-    description:
-      - The teams, as in C(gpushare_teams).
-    type: list
-    elements: dict
-    required: true
-  nodes:
-    description:
-      - Host name to the list of its GPU entries (C(gpushare_gpus)); hosts without GPUs may be left out.
-    type: dict
-    required: true
-  gpu_facts:
-    description:
-      - Host name to its C(gpushare_gpu_facts), for models left out of the inventory and GPU UUIDs.
-    type: dict
-  backend:
-    description:
-      - How GPUs reach pods (C(gpushare_gpu_backend)).
-    type: str
-    choices: [dra, device_plugin]
-    default: dra
   distribution:
     description:
       - Kubernetes distribution (C(gpushare_kubernetes_distribution)).
@@ -53,24 +34,6 @@ options:
       - Kubernetes minor version (C(gpushare_kubernetes_version)), 1.34 to 1.36.
     type: str
     default: "1.35"
-  cohort:
-    description:
-      - Name of the Kueue Cohort of the team queues.
-    type: str
-    default: gpushare
-  tolerations:
-    description:
-      - Tolerations added to every GPU ResourceFlavor, for GPU nodes with taints.
-    type: list
-    elements: dict
-    default: []
-attributes:
-  check_mode:
-    description: Can run in check mode and return the same result.
-    support: full
-  diff_mode:
-    description: Nothing is changed, so there is nothing to diff.
-    support: none
 """
 
 EXAMPLES = r"""
@@ -105,20 +68,15 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PLAN_INPUT_ARGUMENT_SPEC, PlanError, build_plan
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            teams=dict(type="list", elements="dict", required=True),
-            nodes=dict(type="dict", required=True),
-            gpu_facts=dict(type="dict"),
-            backend=dict(type="str", choices=["dra", "device_plugin"], default="dra"),
+            PLAN_INPUT_ARGUMENT_SPEC,
             distribution=dict(type="str", choices=["microk8s", "kubeadm"], default="microk8s"),
             kubernetes_version=dict(type="str", default="1.35"),
-            cohort=dict(type="str", default="gpushare"),
-            tolerations=dict(type="list", elements="dict", default=[]),
         ),
         supports_check_mode=True,
     )

@@ -25,49 +25,8 @@ description:
   - Every problem in the input is reported at once, each naming the host, GPU index and field.
 author:
   - gpushare.cluster maintainers (@gpushare)
-options:
-  teams:
-    description:
-      - The teams, as in C(gpushare_teams).
-      - Each item has C(name), C(namespaces), C(priority) and optionally C(group), C(borrow),
-        C(lend), C(cpu) and C(memory) (see C(docs/quotas.md)).
-    type: list
-    elements: dict
-    required: true
-  nodes:
-    description:
-      - Host name to the list of its GPU entries, as in the hosts' C(gpushare_gpus).
-    type: dict
-    required: true
-  backend:
-    description:
-      - How GPUs reach pods.
-    type: str
-    choices: [dra, device_plugin]
-    default: dra
-  cohort:
-    description:
-      - Name of the Kueue Cohort every team queue belongs to.
-    type: str
-    default: gpushare
-  gpu_facts:
-    description:
-      - Host name to its C(gpushare_gpu_facts) (from M(gpushare.cluster.gpu_facts)); used to fill in
-        models left out of the inventory and the UUIDs that pin shared GPUs.
-    type: dict
-  tolerations:
-    description:
-      - Tolerations added to every GPU ResourceFlavor, for GPU nodes with taints.
-    type: list
-    elements: dict
-    default: []
-attributes:
-  check_mode:
-    description: Can run in check mode and return the same result.
-    support: full
-  diff_mode:
-    description: Nothing is changed, so there is nothing to diff.
-    support: none
+extends_documentation_fragment:
+  - gpushare.cluster.plan_inputs
 """
 
 EXAMPLES = r"""
@@ -114,19 +73,12 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, team_quotas
+from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PLAN_INPUT_ARGUMENT_SPEC, PlanError, team_quotas
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            teams=dict(type="list", elements="dict", required=True),
-            nodes=dict(type="dict", required=True),
-            backend=dict(type="str", choices=["dra", "device_plugin"], default="dra"),
-            cohort=dict(type="str", default="gpushare"),
-            gpu_facts=dict(type="dict"),
-            tolerations=dict(type="list", elements="dict", default=[]),
-        ),
+        argument_spec=dict(PLAN_INPUT_ARGUMENT_SPEC),
         supports_check_mode=True,
     )
     params = module.params

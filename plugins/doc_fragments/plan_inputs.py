@@ -1,0 +1,55 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Options shared by the planner modules that read the inventory's teams and GPUs."""
+
+from __future__ import annotations
+
+
+class ModuleDocFragment:
+    DOCUMENTATION = r"""
+options:
+  teams:
+    description:
+      - The teams, as in C(gpushare_teams).
+      - Each item has C(name), C(namespaces), C(priority) and optionally C(group), C(borrow),
+        C(lend), C(cpu) and C(memory) (see C(docs/quotas.md)).
+    type: list
+    elements: dict
+    required: true
+  nodes:
+    description:
+      - Host name to the list of its GPU entries, as in the hosts' C(gpushare_gpus); hosts
+        without GPUs may be left out.
+    type: dict
+    required: true
+  gpu_facts:
+    description:
+      - Host name to its C(gpushare_gpu_facts) (from M(gpushare.cluster.gpu_facts)); used to fill in
+        models left out of the inventory and the UUIDs that pin shared GPUs.
+    type: dict
+  backend:
+    description:
+      - How GPUs reach pods (C(gpushare_gpu_backend)).
+    type: str
+    choices: [dra, device_plugin]
+    default: dra
+  cohort:
+    description:
+      - Name of the Kueue Cohort every team queue belongs to.
+    type: str
+    default: gpushare
+  tolerations:
+    description:
+      - Tolerations added to every GPU ResourceFlavor, for GPU nodes with taints.
+    type: list
+    elements: dict
+    default: []
+attributes:
+  check_mode:
+    description: Can run in check mode and return the same result.
+    support: full
+  diff_mode:
+    description: Nothing is changed, so there is nothing to diff.
+    support: none
+"""
