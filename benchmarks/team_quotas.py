@@ -16,25 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import sys
-import tempfile
 import time
-from pathlib import Path
+
+from _collection import module_util
 
 
 def _import_planner():
-    repo = Path(__file__).resolve().parents[1]
-    base = Path(tempfile.gettempdir()) / ("gpushare-bench-%d" % os.getuid())
-    link = base / "ansible_collections" / "gpushare" / "cluster"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(repo, target_is_directory=True)
-    sys.path.insert(0, str(base))
-    from ansible_collections.gpushare.cluster.plugins.module_utils import plan
-
-    return plan
+    return module_util("plan")
 
 
 def fleet(rng, nodes, teams):

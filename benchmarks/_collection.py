@@ -1,0 +1,23 @@
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Make the checkout importable as ``ansible_collections.gpushare.cluster`` for benchmarks
+run as plain scripts (``.venv/bin/python benchmarks/<name>.py``)."""
+
+import importlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def module_util(name):
+    """Import ``plugins/module_utils/<name>.py`` through a symlinked collection tree."""
+    base = Path(tempfile.gettempdir()) / ("gpushare-bench-%d" % os.getuid())
+    link = base / "ansible_collections" / "gpushare" / "cluster"
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(REPO, target_is_directory=True)
+    if str(base) not in sys.path:
+        sys.path.insert(0, str(base))
+    return importlib.import_module("ansible_collections.gpushare.cluster.plugins.module_utils." + name)
