@@ -20,7 +20,7 @@ import tempfile
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads, plan_report, plan_views
+from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads, plan_report, plan_views, yaml_text
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import plain as _plain
 
@@ -60,8 +60,7 @@ def generated_files(plan, title, examples):
     if examples:
         objects = example_workloads.build_examples(plan)
         for name, documents in example_workloads.example_file_names(objects).items():
-            text = yaml.safe_dump_all(documents, default_flow_style=False, sort_keys=False, explicit_start=True)
-            files["manifests/examples/%s" % name] = text.encode("utf-8")
+            files["manifests/examples/%s" % name] = yaml_text.dump_documents(documents).encode("utf-8")
     return files
 
 

@@ -12,15 +12,14 @@ Ansible imports, so the add-on roles and the tests share one implementation. Err
 from __future__ import annotations
 
 import copy
-import functools
 from typing import Any, Dict, List, Mapping
 
 try:
     import yaml
-except ImportError:  # ansible-core brings PyYAML; _block_dumper() says so if it is missing
+except ImportError:  # ansible-core brings PyYAML; yaml_text says so if it is missing
     yaml = None
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirrors_lib
+from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirrors_lib, yaml_text
 
 # Object kinds of the plan, by the role that applies them.
 KINDS_BY_ROLE: Dict[str, tuple] = {
@@ -69,37 +68,14 @@ class PlanError(ValueError):
     """The plan lacks something an add-on needs."""
 
 
-@functools.lru_cache(maxsize=None)
-def _block_dumper() -> Any:
-    """A SafeDumper writing multi-line strings (embedded configs, CSV, dashboards) as
-    readable literal blocks, block lists indented under their key."""
-    if yaml is None:
-        raise PlanError("PyYAML is required to write values files and manifests")
-
-    class BlockDumper(yaml.SafeDumper):
-        def increase_indent(self, flow: bool = False, indentless: bool = False) -> Any:
-            return super().increase_indent(flow, False)
-
-    def represent_str(dumper: Any, data: str) -> Any:
-        style = "|" if "\n" in data else None
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-    BlockDumper.add_representer(str, represent_str)
-    return BlockDumper
-
-
-def _dump(data: Any) -> str:
-    return yaml.dump(data, Dumper=_block_dumper(), default_flow_style=False, sort_keys=False, width=120)
-
-
 def to_yaml(data: Any) -> str:
     """One YAML document (values files); multi-line strings as literal blocks."""
-    return _dump(data)
+    return yaml_text.dump(data)
 
 
 def to_manifests(objects: List[Mapping[str, Any]]) -> str:
     """Objects as one multi-document YAML text ("" for none), in the given order."""
-    return "".join("---\n" + _dump(obj) for obj in objects)
+    return yaml_text.dump_documents(objects)
 
 
 def node_objects(plan: Mapping[str, Any]) -> List[Dict[str, Any]]:
@@ -295,7 +271,7 @@ def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
                 "create": True,
                 "name": settings.get("mig_config_name", "gpushare-mig-parted-config"),
                 "default": ALL_DISABLED,
-                "data": {"config.yaml": _dump(mig_parted_config(plan))},
+                "data": {"config.yaml": yaml_text.dump(mig_parted_config(plan))},
             },
         },
         "nodeStatusExporter": {"repository": mirror_repository(nvcr, mirrors)},
@@ -325,7 +301,7 @@ def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
                 "create": True,
                 "name": settings.get("device_plugin_config_name", "gpushare-device-plugin-config"),
                 "default": DEFAULT_DEVICE_PLUGIN_CONFIG,
-                "data": {name: _dump(config) for name, config in configs.items()},
+                "data": {name: yaml_text.dump(config) for name, config in configs.items()},
             },
         })
     return deep_merge(values, settings.get("extra_values") or {})
@@ -409,7 +385,7 @@ def kueue_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[s
                 },
             },
         },
-        "managerConfig": {"controllerManagerConfigYaml": _dump(kueue_configuration(plan, settings))},
+        "managerConfig": {"controllerManagerConfigYaml": yaml_text.dump(kueue_configuration(plan, settings))},
         "metrics": {"prometheusNamespace": str(settings.get("prometheus_namespace", "monitoring"))},
     }
     return deep_merge(values, settings.get("extra_values") or {})

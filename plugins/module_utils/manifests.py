@@ -12,10 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping
 
-try:
-    import yaml
-except ImportError:  # ansible-core brings PyYAML; _dumper() says so if it is missing
-    yaml = None
+from ansible_collections.gpushare.cluster.plugins.module_utils import yaml_text
 
 # (kind, layer) in apply order.
 KIND_ORDER = (
@@ -38,18 +35,6 @@ _KIND_RANK = {pair[0]: rank for rank, pair in enumerate(KIND_ORDER)}
 _KIND_LAYER = dict(KIND_ORDER)
 
 
-def _dumper():
-    """A SafeDumper indenting block lists under their key, as yamllint and kubectl users expect."""
-    if yaml is None:
-        raise ValueError("writing manifests needs the PyYAML Python package")
-
-    class IndentedDumper(yaml.SafeDumper):
-        def increase_indent(self, flow=False, indentless=False):
-            return super().increase_indent(flow, False)
-
-    return IndentedDumper
-
-
 def _kebab(kind: str) -> str:
     out = []
     for position, char in enumerate(kind):
@@ -61,8 +46,7 @@ def _kebab(kind: str) -> str:
 
 def dump_documents(objects: Iterable[Mapping[str, Any]]) -> str:
     """Objects as one multi-document YAML text (keys in the order given)."""
-    return yaml.dump_all([dict(o) for o in objects], Dumper=_dumper(), sort_keys=False,
-                         explicit_start=True, default_flow_style=False, width=120)
+    return yaml_text.dump_documents(dict(o) for o in objects)
 
 
 def group_objects(objects: Iterable[Mapping[str, Any]], by: str = "kind") -> Dict[str, List[Mapping[str, Any]]]:
