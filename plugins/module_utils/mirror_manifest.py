@@ -11,9 +11,10 @@ v26.7.0, dra-driver-nvidia-gpu 0.4.1, Kueue 0.19.2, kube-prometheus-stack 88.5.3
 from what the GPU Operator deploys later (the driver image per node OS). Unit tests
 cross-check it against those charts' values.yaml files; nothing is read at run time.
 
-Entries whose tag the pinned values do not fix (sub-chart defaults that follow the
-sub-chart's appVersion, images chosen by kubeadm for an exact patch release, images a
-CNI operator or MicroK8s pulls) are listed under ``unresolved`` with the command that
+Sub-chart images are listed when the sub-chart's own source confirms the tag
+(kube-state-metrics, node exporter). Entries whose tag no source read confirms (the
+Grafana sub-chart's defaults, images chosen by kubeadm for an exact patch release, images
+a CNI operator or MicroK8s pulls) are listed under ``unresolved`` with the command that
 resolves them, never guessed. Output order is stable: the same settings give the same
 manifest byte for byte.
 """
@@ -79,6 +80,21 @@ IMAGE_TABLE: Tuple[ImageRow, ...] = (
      "quay.io/prometheus/alertmanager:v0.34.0", "monitoring", "values"),
     ("kube-prometheus-stack", None, "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.20.0", "monitoring",
      "kube-state-metrics sub-chart 8.4.0, appVersion 2.20.0"),
+    # prometheus-node-exporter sub-chart 4.56.1 (node_exporter 1.12.1), with
+    # prometheus-node-exporter.image.distroless: true set by kube-prometheus-stack 88.5.3.
+    # The tag the sub-chart builds: prometheus-community/helm-charts
+    # charts/prometheus-node-exporter/templates/_helpers.tpl @ a3ac4a2ba76fe9146ad44d6b89255b154092ad7c,
+    # define "prometheus-node-exporter.image": (image.tag or "v" + .Chart.AppVersion) followed by
+    # (ternary "-distroless" "" .Values.image.distroless). The same commit's
+    # unittests/daemonset_image_semver_test.yaml expects the default image
+    # quay.io/prometheus/node-exporter:v1.12.1, i.e. appVersion 1.12.1, the node_exporter
+    # release 4.56.1 moved to (release notes of tag prometheus-node-exporter-4.56.1). The
+    # Chart.yaml of that commit is not stored, so the chart version is matched through its
+    # appVersion; the distroless switch predates 4.56.1 (kube-prometheus-stack only turned it
+    # on after the sub-chart gained it, and 88.5.3 still depends on 4.56.1).
+    ("kube-prometheus-stack", None, "quay.io/prometheus/node-exporter:v1.12.1-distroless", "monitoring",
+     "prometheus-node-exporter sub-chart 4.56.1 (appVersion 1.12.1) with image.distroless: true: tag "
+     "v<appVersion>-distroless (charts/prometheus-node-exporter/templates/_helpers.tpl)"),
 )
 
 # kube-prometheus-stack 88.5.3's dependencies (its Chart.yaml, as recorded with the pinned
@@ -102,20 +118,18 @@ _RENDER = ("`helm template monitoring kube-prometheus-stack-88.5.3.tgz | grep 'i
 # Images a chart pulls whose tag its pinned values do not fix: listed, not guessed. An
 # entry disappears from ``unresolved`` once extra_images pins a tag of its repository.
 UNRESOLVED_TABLE: Tuple[Tuple[str, str, str, str], ...] = (
-    # prometheus-node-exporter 4.56.1: release notes (prometheus-community/helm-charts, tag
-    # prometheus-node-exporter-4.56.1) update node_exporter to v1.12.1, and the chart's
-    # default tag is "v" + appVersion (charts/prometheus-node-exporter/values.yaml). But
-    # kube-prometheus-stack 88.5.3 sets prometheus-node-exporter.image.distroless: true, and
-    # how 4.56.1 turns that into a tag was not read, so v1.12.1 alone is not the pulled tag.
-    ("kube-prometheus-stack", "quay.io/prometheus/node-exporter", "monitoring",
-     "prometheus-node-exporter sub-chart 4.56.1 (node_exporter 1.12.1) with image.distroless: true set by "
-     "kube-prometheus-stack; the distroless tag form of 4.56.1 is unconfirmed: " + _RENDER),
-    # grafana 12.11.1 (grafana-community/helm-charts): image tag "" = the chart's appVersion;
-    # no Chart.yaml of 12.11.1 was found, so the Grafana version is unknown here.
+    # grafana 12.11.1 (grafana-community/helm-charts): the Grafana image tag follows the chart's
+    # appVersion (and, in some chart versions, a "-distroless" suffix). No Chart.yaml or
+    # values.yaml of 12.11.1 was found: the stored charts/grafana/Chart.yaml versions are
+    # 11.1.0 (01096d92db7c1239d94374c14406e6b753b36f43), 11.1.7
+    # (12e12d954e7314bd394564c03dca2f6b9f449963) and 13.1.0
+    # (039681200c2e104c80d96549cce1cf94813a2f04, whose values.yaml sets
+    # tag: "{{ .Chart.AppVersion }}-distroless"); grafana/helm-charts stopped at 8.x-10.x.
     ("kube-prometheus-stack", "docker.io/grafana/grafana", "monitoring",
-     "grafana sub-chart 12.11.1, tag = that chart's appVersion (not found in the sources read): " + _RENDER),
+     "grafana sub-chart 12.11.1, tag = that chart's appVersion (its Chart.yaml was not found in the sources "
+     "read; neighbouring versions differ in the tag form): " + _RENDER),
     # The dashboard/datasource sidecar (grafana.sidecar.*.enabled: true in the pinned values)
-    # takes its tag from the grafana 12.11.1 values.yaml, which was not found either.
+    # takes its tag from the grafana 12.11.1 values.yaml, not found either (see above).
     ("kube-prometheus-stack", "quay.io/kiwigrid/k8s-sidecar", "monitoring",
      "grafana sub-chart 12.11.1's sidecar.image default (values.yaml of that chart version not found): " + _RENDER),
 )
@@ -316,14 +330,31 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
                                    "mirror": mirror_lib.mirror_repository(f"registry.k8s.io/{name}", mirrors),
                                    "resolve": f"tag = the exact patch release of {minor}; set an exact "
                                               f"kubernetes_version (e.g. {minor}.2)"})
+        # etcd, CoreDNS and pause come from kubeadm's cmd/kubeadm/app/constants/constants.go
+        # (DefaultEtcdVersion/SupportedEtcdVersion, CoreDNSVersion, PauseVersion) of the exact
+        # kubeadm release. Those constants move within a minor: etcd's own guide for bumping
+        # etcd in Kubernetes (etcd-io/etcd) changes SupportedEtcdVersion for 1.34, 1.35 and 1.36
+        # together, from 3.6.8-0 to 3.6.9-0, so a minor alone does not name the tag. The only
+        # stored constants.go of kubernetes/kubernetes (3301161c36ac9c27854a7b4636139d4ebde43e72)
+        # is of the 1.31 line (SupportedEtcdVersion 29-31, etcd 3.5.15-0, CoreDNS v1.11.3, pause
+        # 3.10), and build/dependencies.yaml (991b78f93068755236e3eeff83205f048f3d51b8) of the
+        # 1.33 line: neither is release-1.34/1.35/1.36, so no tag is taken from them.
         for name in ("etcd", "coredns/coredns", "pause"):
             unresolved.append({"component": "kubeadm", "repository": f"registry.k8s.io/{name}",
                                "mirror": mirror_lib.mirror_repository(f"registry.k8s.io/{name}", mirrors),
                                "resolve": "`kubeadm config images list --kubernetes-version <version>` on a "
-                                          "connected machine"})
+                                          "connected machine (kubeadm's constants of that exact release "
+                                          "name the tag; they change between patch releases)"})
         if settings.get("kube_vip"):
             _add_image(images, f"ghcr.io/kube-vip/kube-vip:{settings.get('kube_vip_version', KUBE_VIP_VERSION)}",
                        "kubeadm", "control-plane VIP", "kubeadm role default", mirrors)
+        # The CNI chart's operator picks its images. Not found for the pinned charts: the stored
+        # projectcalico/calico charts/tigera-operator/values.yaml
+        # (fb5809a90ae8581f09b955a3f5873f2063a47005) and tigera/operator config/calico_versions.yml
+        # (02b8311d5df046df694e8859a5317e0f08fc0cdb) are master ("version: master"), not
+        # v3.32.0; cilium/cilium install/kubernetes/cilium/values.yaml
+        # (c547745f2c39e349a250f3952591af147d31245d) is main (quay.io/cilium/cilium-ci:latest) and
+        # the stored Chart.yaml is 1.8.0-rc3, not 1.18.0.
         if cni != "none":
             unresolved.append({"component": cni, "repository": "(CNI images)", "mirror": "",
                                "resolve": f"the {cni} chart and operator choose them; `helm template` the pulled "
@@ -331,8 +362,9 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
     else:
         # canonical/microk8s keeps the list per release branch in build-scripts/images.txt
         # (written by build-scripts/update-images.sh from a running snap of that channel).
-        # The only copy read was not the 1.35 branch (it names Calico v3.28.1), so no tag
-        # for 1.35 is taken from it.
+        # The only stored copy (d787b597d33da2b62fe992df431e3f790df08d79) is not the 1.35
+        # branch (it names Calico v3.28.1, CoreDNS 1.10.1, pause 3.10), so no tag for 1.35 is
+        # taken from it.
         unresolved.append({"component": "microk8s", "repository": "(MicroK8s add-on images: calico, coredns, pause)",
                            "mirror": "",
                            "resolve": f"build-scripts/images.txt on the {minor} branch of canonical/microk8s lists "

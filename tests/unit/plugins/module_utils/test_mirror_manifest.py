@@ -178,15 +178,14 @@ def test_pinning_an_unresolved_repository_resolves_it():
     base = {"driver_os": ["ubuntu24.04"], "mirrors": MIRRORS}
     before = mm.build_manifest(base)
     open_repos = [e["repository"] for e in before["unresolved"]]
-    assert {"quay.io/prometheus/node-exporter", "docker.io/grafana/grafana",
-            "quay.io/kiwigrid/k8s-sidecar"} <= set(open_repos)
-    after = mm.build_manifest(dict(base, extra_images=["quay.io/prometheus/node-exporter:v9.9.9",
+    assert {"docker.io/grafana/grafana", "quay.io/kiwigrid/k8s-sidecar"} <= set(open_repos)
+    after = mm.build_manifest(dict(base, extra_images=["quay.io/kiwigrid/k8s-sidecar:9.9.9",
                                                        "grafana/grafana:99.0.0"]))
     assert [e["repository"] for e in after["unresolved"]] == \
-        [r for r in open_repos if r not in ("quay.io/prometheus/node-exporter", "docker.io/grafana/grafana")]
+        [r for r in open_repos if r not in ("quay.io/kiwigrid/k8s-sidecar", "docker.io/grafana/grafana")]
     by_image = {e["image"]: e for e in after["images"]}
     assert by_image["docker.io/grafana/grafana:99.0.0"]["mirror"] == "registry.internal:5000/grafana/grafana:99.0.0"
-    assert by_image["quay.io/prometheus/node-exporter:v9.9.9"]["components"] == ["extra"]
+    assert by_image["quay.io/kiwigrid/k8s-sidecar:9.9.9"]["components"] == ["extra"]
     # Without monitoring, its sub-chart images are neither listed nor unresolved.
     quiet = mm.build_manifest(dict(base, monitoring_enabled=False))
     assert not any(e["component"] == "kube-prometheus-stack" for e in quiet["unresolved"])
@@ -322,12 +321,52 @@ def test_kube_prometheus_stack_subcharts_match_the_reference(reference_dir):
     ksm = mm.SUBCHARTS["kube-state-metrics"]["version"]
     app = re.search(rf"kube-state-metrics {re.escape(ksm)} \(app ([0-9.]+)\)", notes).group(1)
     assert f"registry.k8s.io/kube-state-metrics/kube-state-metrics:v{app}" in _images(manifest)
-    assert f"node-exporter sub-chart {mm.SUBCHARTS['prometheus-node-exporter']['version']}" in \
-        unresolved["quay.io/prometheus/node-exporter"]
-    assert values["prometheus-node-exporter"]["image"]["distroless"] is True   # why its tag stays open
     for repository in ("docker.io/grafana/grafana", "quay.io/kiwigrid/k8s-sidecar"):
         assert f"grafana sub-chart {mm.SUBCHARTS['grafana']['version']}" in unresolved[repository]
     assert values["grafana"]["sidecar"]["dashboards"]["enabled"] is True
+
+
+def test_node_exporter_row_follows_the_subchart_and_the_pinned_values(reference_dir):
+    """The node exporter image is the one the 4.56.1 sub-chart builds from the pinned
+    values: "v" + appVersion 1.12.1, plus "-distroless" because kube-prometheus-stack 88.5.3
+    asks for the distroless image and sets no tag of its own."""
+    values = _load(reference_dir / "monitoring" / "kube-prometheus-stack-values.yaml")
+    image_values = values["prometheus-node-exporter"]["image"]
+    assert image_values == {"distroless": True}             # no tag, registry or repository override
+    assert not values["global"]["imageRegistry"]            # no global registry rewrite either
+    rows = [(path, image, source) for chart, path, image, _when, source in mm.IMAGE_TABLE
+            if chart == "kube-prometheus-stack" and "/node-exporter:" in image]
+    assert len(rows) == 1
+    path, image, source = rows[0]
+    assert path is None                                     # a sub-chart image, not a values path
+    assert image == "quay.io/prometheus/node-exporter:v1.12.1-distroless"
+    assert f"sub-chart {mm.SUBCHARTS['prometheus-node-exporter']['version']}" in source
+    manifest = mm.build_manifest({"driver_os": ["ubuntu24.04"], "mirrors": MIRRORS})
+    by_image = {e["image"]: e for e in manifest["images"]}
+    assert by_image[image]["mirror"] == "registry.internal:5000/prometheus/node-exporter:v1.12.1-distroless"
+    assert by_image[image]["components"] == ["kube-prometheus-stack"]
+    assert not any(e["repository"] == "quay.io/prometheus/node-exporter" for e in manifest["unresolved"])
+    # The rendered values name the repository without a tag; the listed tag covers it.
+    assert mm.uncovered_images(["registry.internal:5000/prometheus/node-exporter"], manifest) == []
+
+
+def test_still_unresolved_entries_say_how_to_resolve_them():
+    """What no source confirmed stays open, per distribution and CNI, with its reason."""
+    monitoring = mm.build_manifest({"driver_os": ["ubuntu24.04"]})
+    open_monitoring = {e["repository"]: e["resolve"] for e in monitoring["unresolved"]}
+    assert "grafana sub-chart 12.11.1" in open_monitoring["docker.io/grafana/grafana"]
+    assert "helm template" in open_monitoring["quay.io/kiwigrid/k8s-sidecar"]
+    snap = {e["repository"]: e["resolve"] for e in monitoring["unresolved"] if e["component"] == "microk8s"}
+    assert "build-scripts/images.txt on the 1.35 branch" in snap["(MicroK8s add-on images: calico, coredns, pause)"]
+    for cni, version in (("calico", "v3.32.0"), ("cilium", "1.18.0")):
+        kubeadm = mm.build_manifest({"distribution": "kubeadm", "cni": cni, "kubernetes_version": "1.35.2",
+                                     "driver_os": ["ubuntu24.04"]})
+        open_kubeadm = {e["repository"]: e["resolve"] for e in kubeadm["unresolved"] if e["component"] == "kubeadm"}
+        assert set(open_kubeadm) == {"registry.k8s.io/etcd", "registry.k8s.io/coredns/coredns", "registry.k8s.io/pause"}
+        assert all("kubeadm config images list" in reason for reason in open_kubeadm.values())
+        [cni_entry] = [e for e in kubeadm["unresolved"] if e["component"] == cni]
+        assert version in cni_entry["resolve"]
+        assert "registry.k8s.io/kube-apiserver:v1.35.2" in _images(kubeadm)
 
 
 def chart_host(url):
