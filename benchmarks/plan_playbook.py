@@ -4,21 +4,24 @@
 """Time playbooks/plan.yml on a large generated inventory against a no-op play.
 
 Generates an inventory of HOSTS GPU hosts (default 1,000) with 8 GPUs each in mixed
-uses (whole, MIG by needs, MIG by profiles, time-sliced) and 40 teams, as host_vars
-files the way users keep them. Then runs, on that same inventory:
+uses (whole, MIG by needs, MIG by profiles, time-sliced) and 40 teams, in two layouts
+users keep: each host's GPUs in its own host_vars file, and everything in one
+inventory file. Then runs, on each layout:
 
 - a no-op play (every host, no fact gathering, no task): what Ansible costs anyway to
-  load the inventory and start;
-- plan.yml writing the plan, the report, the summary and the example workloads
-  (``-e gpushare_plan_render_addons=false``): the planner and the report;
-- with ``--with-addons``, plan.yml as shipped, which also runs the add-on roles' render
-  steps. Those roles take the plan as an Ansible variable, and Ansible copies a fact of
-  megabytes into the context of every task, so this part grows with plan size times the
-  roles' task count (minutes at 1,000 hosts).
+  load the inventory and start. With host_vars files this does not even read them
+  (Ansible reads a host's variable files only when a task needs them), so there the
+  no-op leaves out the parsing of the GPU inventory that any play using it pays;
+- a play that reads every host's ``gpushare_gpus`` on the controller and does nothing
+  else: the inventory parsing any use of the GPU inventory pays;
+- plan.yml as shipped: plan, report, summary, examples and every add-on role's values
+  and manifests;
+- plan.yml with ``-e gpushare_plan_render_addons=false`` (plan, report and examples).
 
-Prints the wall time of each, the ratio and the size of what plan.yml wrote. Usage:
+Prints the wall time of each (median of RUNS), the ratios, the CPU time (independent of
+other load on the machine) and the size of what plan.yml wrote. Usage:
 
-    .venv/bin/python benchmarks/plan_playbook.py [--hosts 1000] [--runs 3] [--with-addons] [--keep DIR]
+    .venv/bin/python benchmarks/plan_playbook.py [--hosts 1000] [--runs 3] [--layout both] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -68,15 +71,19 @@ def _host_gpus(number):
     return [{"count": 8, "model": "H200", "team": team(6), "use": "whole"}]
 
 
-def generate_inventory(root, hosts):
-    """Write hosts.yml, group_vars/all/gpushare.yml and one host_vars file per host."""
+def generate_inventory(root, hosts, layout):
+    """Write hosts.yml and group_vars/all/gpushare.yml; with layout "host_vars" the GPUs
+    of each host go in host_vars/<host>.yml, with "inline" in hosts.yml."""
     (root / "group_vars" / "all").mkdir(parents=True)
-    (root / "host_vars").mkdir()
     names = ["gpu%04d" % number for number in range(hosts)]
+    workers = {name: {"ansible_host": "10.%d.%d.%d" % (n // 65536, n // 256 % 256, n % 256)}
+               for n, name in enumerate(names)}
+    if layout == "inline":
+        for number, name in enumerate(names):
+            workers[name]["gpushare_gpus"] = _host_gpus(number)
     inventory = {"all": {"children": {
         "control_plane": {"hosts": {"cp%d" % n: {"ansible_host": "192.0.2.%d" % n} for n in (1, 2, 3)}},
-        "workers": {"hosts": {name: {"ansible_host": "10.%d.%d.%d" % (n // 65536, n // 256 % 256, n % 256)}
-                              for n, name in enumerate(names)}},
+        "workers": {"hosts": workers},
     }}}
     (root / "hosts.yml").write_text(yaml.safe_dump(inventory), encoding="utf-8")
     teams = [{"name": "team-%02d" % n, "namespaces": ["team-%02d" % n], "group": "group-%02d" % n,
@@ -84,6 +91,9 @@ def generate_inventory(root, hosts):
     settings = {"gpushare_kubernetes_distribution": "kubeadm", "gpushare_kubernetes_version": "1.35",
                 "gpushare_gpu_backend": "dra", "gpushare_teams": teams}
     (root / "group_vars" / "all" / "gpushare.yml").write_text(yaml.safe_dump(settings), encoding="utf-8")
+    if layout == "inline":
+        return names
+    (root / "host_vars").mkdir()
     for number, name in enumerate(names):
         (root / "host_vars" / ("%s.yml" % name)).write_text(
             yaml.safe_dump({"gpushare_gpus": _host_gpus(number)}), encoding="utf-8")
@@ -97,6 +107,20 @@ NOOP_PLAY = """---
   tasks: []
 """
 
+# What any play that uses the GPU inventory pays before planning: every host's variables
+# (with host_vars files, Ansible parses them here), on the controller.
+READ_PLAY = """---
+- name: Read every host's GPUs and do nothing else
+  hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Count the GPU entries of the inventory
+      ansible.builtin.debug:
+        msg: "{{ groups['all'] | map('extract', hostvars) | selectattr('gpushare_gpus', 'defined')
+                 | map(attribute='gpushare_gpus') | map('length') | sum }}"
+"""
+
 
 def _collections_path(work):
     link = work / "collections" / "ansible_collections" / "gpushare" / "cluster"
@@ -105,11 +129,8 @@ def _collections_path(work):
     return work / "collections"
 
 
-CPU_TIMES = {}
-
-
 def _run(args, env):
-    """Wall time of one run; its CPU time (user + system, all processes) goes to CPU_TIMES."""
+    """(wall time, CPU time of all its processes) of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     result = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
@@ -118,59 +139,67 @@ def _run(args, env):
     if result.returncode != 0:
         sys.stderr.write(result.stdout[-3000:] + result.stderr[-3000:])
         raise SystemExit("%s failed with exit code %d" % (" ".join(args[:4]), result.returncode))
-    CPU_TIMES.setdefault(args[-1] if "noop" in args[-1] else "plan" + ("" if "false" in args[-1] else "+addons"),
-                         []).append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return elapsed
+    return elapsed, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def _median(runs):
+    return statistics.median(wall for wall, _cpu in runs), statistics.median(cpu for _wall, cpu in runs)
+
+
+def bench_layout(work, layout, hosts, runs, env):
+    """Print the figures of one inventory layout."""
+    inventory = work / layout
+    names = generate_inventory(inventory, hosts, layout)
+    noop, read = work / "noop.yml", work / "read.yml"
+    noop.write_text(NOOP_PLAY, encoding="utf-8")
+    read.write_text(READ_PLAY, encoding="utf-8")
+    playbook = str(Path(sys.executable).parent / "ansible-playbook")
+    plan_dir = work / ("plan-%s" % layout)
+    plan = [playbook, "-i", str(inventory), str(REPO_ROOT / "playbooks" / "plan.yml"),
+            "-e", "gpushare_plan_dir=%s" % plan_dir]
+    timings = {"noop": [], "read": [], "report": [], "plan": []}
+    for _number in range(runs):
+        timings["noop"].append(_run([playbook, "-i", str(inventory), str(noop)], env))
+        timings["read"].append(_run([playbook, "-i", str(inventory), str(read)], env))
+        timings["report"].append(_run(plan + ["-e", "gpushare_plan_render_addons=false"], env))
+        timings["plan"].append(_run(plan, env))
+    noop_wall, noop_cpu = _median(timings["noop"])
+    print("layout %s: %d GPU hosts (+3 control plane), %d GPUs, %d teams"
+          % (layout, len(names), 8 * len(names), TEAMS))
+    for key, label in (("noop", "no-op play"), ("read", "play reading the GPUs"), ("plan", "plan.yml as shipped"),
+                       ("report", "plan.yml, no add-ons")):
+        wall, cpu = _median(timings[key])
+        ratio = "" if key == "noop" else "  %.2fx wall, %.2fx CPU" % (wall / noop_wall, cpu / noop_cpu)
+        print("  %-21s: median %.2f s wall (%s), %.2f s CPU%s"
+              % (label, wall, ", ".join("%.2f" % run[0] for run in timings[key]), cpu, ratio))
+    wall = _median(timings["plan"])[0]
+    print("  plan.yml's own share : %.2fx the play reading the GPUs" % (wall / _median(timings["read"])[0]))
+    print("  target               : plan.yml under 30 s (%s) and at most 3x the no-op play (%s)"
+          % ("met" if wall < 30 else "NOT met", "met" if wall <= 3 * noop_wall else "NOT met"))
+    written = [path for path in plan_dir.rglob("*") if path.is_file()]
+    print("  written              : %d files, %.1f MiB (plan.json %.1f MiB, index.html %.1f MiB)"
+          % (len(written), sum(path.stat().st_size for path in written) / 2 ** 20,
+             (plan_dir / "plan.json").stat().st_size / 2 ** 20, (plan_dir / "index.html").stat().st_size / 2 ** 20))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--hosts", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3, help="runs of each playbook; the median is reported")
-    parser.add_argument("--keep", type=Path, help="keep the inventory and plan in this directory")
-    parser.add_argument("--with-addons", action="store_true",
-                        help="also time plan.yml with the add-on roles' render steps (slow on large plans)")
+    parser.add_argument("--layout", choices=["host_vars", "inline", "both"], default="both")
+    parser.add_argument("--keep", type=Path, help="keep the inventories and plans in this directory")
     options = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="gpushare-bench-"))
     try:
-        inventory = work / "inventory"
-        names = generate_inventory(inventory, options.hosts)
-        noop = work / "noop.yml"
-        noop.write_text(NOOP_PLAY, encoding="utf-8")
         env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(_collections_path(work)), ANSIBLE_NOCOLOR="1")
-        playbook = str(Path(sys.executable).parent / "ansible-playbook")
-        plan_dir = work / "plan"
-
-        plan_args = [playbook, "-i", str(inventory), str(REPO_ROOT / "playbooks" / "plan.yml"),
-                     "-e", "gpushare_plan_dir=%s" % plan_dir]
-        noop_times, plan_times, addon_times = [], [], []
-        for _run_number in range(options.runs):
-            noop_times.append(_run([playbook, "-i", str(inventory), str(noop)], env))
-            plan_times.append(_run(plan_args + ["-e", "gpushare_plan_render_addons=false"], env))
-        if options.with_addons:
-            addon_times.append(_run(plan_args, env))
-        noop_time, plan_time = statistics.median(noop_times), statistics.median(plan_times)
-
-        sizes = {name: (plan_dir / name).stat().st_size for name in ("plan.json", "index.html", "summary.txt")}
-        gpus = 8 * len(names)
-        print("inventory: %d GPU hosts (+3 control plane), %d GPUs, %d teams" % (len(names), gpus, TEAMS))
-        print("no-op play          : median %.2f s  (runs: %s)" % (noop_time, ", ".join("%.2f" % t for t in noop_times)))
-        print("plan.yml (report)   : median %.2f s  (runs: %s)" % (plan_time, ", ".join("%.2f" % t for t in plan_times)))
-        print("ratio               : %.2fx the no-op play (target <= 3x); %s 30 s"
-              % (plan_time / noop_time, "under" if plan_time < 30 else "OVER"))
-        noop_cpu = statistics.median(CPU_TIMES[str(noop)])
-        plan_cpu = statistics.median(CPU_TIMES["plan"])
-        print("CPU time (user+sys) : no-op %.2f s, plan.yml %.2f s, ratio %.2fx (independent of machine load)"
-              % (noop_cpu, plan_cpu, plan_cpu / noop_cpu))
-        if addon_times:
-            print("plan.yml (+add-ons) : %.2f s (one run; add-on roles render from the plan fact)" % addon_times[0])
-        print("written             : " + ", ".join("%s %.1f MiB" % (name, size / 2 ** 20) for name, size in sizes.items()))
+        for layout in (("host_vars", "inline") if options.layout == "both" else (options.layout,)):
+            bench_layout(work, layout, options.hosts, options.runs, env)
         if options.keep:
             if options.keep.exists():
                 shutil.rmtree(options.keep)
             shutil.copytree(work, options.keep, symlinks=True)
-            print("kept in             : %s" % options.keep)
+            print("kept in                : %s" % options.keep)
     finally:
         shutil.rmtree(work)
 

@@ -20,8 +20,9 @@ import tempfile
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads, plan_report, plan_views, yaml_text
+from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files, example_workloads, plan_report, yaml_text
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan
+from ansible_collections.gpushare.cluster.plugins.plugin_utils import addon_settings
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import plain as _plain
 
 try:
@@ -38,12 +39,11 @@ ARGUMENT_SPEC = dict(
     kubernetes_version=dict(type="str", default="1.35"),
     cohort=dict(type="str", default="gpushare"),
     dest=dict(type="path", required=True),
-    staging=dict(type="path"),
+    addons=dict(type="list", elements="str", default=[]),
     examples=dict(type="bool", default=True),
     title=dict(type="str", default="GPU sharing plan"),
     return_plan=dict(type="bool", default=False),
     write=dict(type="bool", default=True),
-    views=dict(type="list", elements="str"),
     summary_rows=dict(type="int", default=64),
 )
 # Warnings shown as Ansible warnings; a large fleet can have thousands (all are in the files).
@@ -135,36 +135,26 @@ class ActionModule(ActionBase):
 
         plan = _plain(args["plan"]) if args["plan"] is not None else self._inventory_plan(args, task_vars)
         if not args["write"]:
-            # Plan only: validate the inventory and hand the plan to later tasks. With
-            # views, only what each named add-on role renders from (a plan of megabytes
-            # in a fact is copied and walked by Ansible for every later task).
-            if args["views"] is not None:
-                try:
-                    result.update(changed=False, views=plan_views.plan_views(plan, args["views"]))
-                except ValueError as error:
-                    raise AnsibleActionFail(str(error))
-            else:
-                result.update(changed=False, ansible_facts={"gpushare_plan": plan})
+            # Plan only: validate the inventory and hand the plan to later tasks.
+            result.update(changed=False, ansible_facts={"gpushare_plan": plan})
             return result
         try:
-            generated = generated_files(plan, args["title"], args["examples"])
+            tree = generated_files(plan, args["title"], args["examples"])
         except ValueError as error:
             raise AnsibleActionFail("cannot write the plan report: %s" % error)
-
-        tree = read_tree(args["staging"])
-        clash = sorted(set(tree) & set(generated))
-        if clash:
-            raise AnsibleActionFail("files rendered into %s clash with the report's own: %s"
-                                    % (args["staging"], ", ".join(clash)))
-        tree.update(generated)
+        # What the add-on roles would render, with their defaults and this play's variables.
+        for addon in args["addons"]:
+            settings = addon_settings.resolve(addon, task_vars, self._templar, self._loader)
+            try:
+                rendered = addon_files.render(addon, plan, settings)
+            except ValueError as error:
+                raise AnsibleActionFail(str(error))
+            tree.update((relative, text.encode("utf-8")) for relative, text in rendered.items())
 
         dest = args["dest"]
         changed = read_tree(dest) != tree
-        if not self._task.check_mode:
-            if changed:
-                publish(dest, tree)
-            if args["staging"] and os.path.isdir(args["staging"]):
-                shutil.rmtree(args["staging"])
+        if changed and not self._task.check_mode:
+            publish(dest, tree)
 
         warnings = plan.get("warnings") or []
         for warning in warnings[:TERMINAL_ROWS]:

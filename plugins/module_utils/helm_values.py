@@ -118,7 +118,11 @@ chart_source = mirrors_lib.chart_location
 # --- plan helpers ---------------------------------------------------------------------
 
 def objects_for(plan: Mapping[str, Any], role: str) -> List[Dict[str, Any]]:
-    """The plan's Kubernetes objects that ``role`` applies, in the plan's order."""
+    """The plan's Kubernetes objects that ``role`` applies, in the plan's order.
+
+    The objects are the plan's own (not copies: copying thousands of claims costs more
+    than writing them); callers read them and do not change them.
+    """
     kinds = KINDS_BY_ROLE.get(role)
     if kinds is None:
         raise ValueError(f"role: {role!r} applies no plan objects (known: {', '.join(sorted(KINDS_BY_ROLE))})")
@@ -127,7 +131,7 @@ def objects_for(plan: Mapping[str, Any], role: str) -> List[Dict[str, Any]]:
         if not isinstance(obj, Mapping) or "kind" not in obj or "metadata" not in obj:
             raise PlanError(f"gpushare_plan.objects[{position}]: not a Kubernetes object (kind and metadata needed)")
         if obj["kind"] in kinds:
-            result.append(copy.deepcopy(dict(obj)))
+            result.append(obj)
     return result
 
 

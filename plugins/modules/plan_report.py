@@ -23,8 +23,9 @@ description:
     of O(hosts) from hostvars. Planning in the controller process avoids moving megabytes of
     plan through module arguments on large inventories.
   - When the inventory has errors, the task fails listing every one and writes nothing.
-  - Files rendered into O(staging) beforehand (for example C(values/) and C(manifests/)) are
-    published together with the report.
+  - With O(addons), the same directory also gets every file those add-on roles render
+    (C(values/) and C(manifests/<role>/)), the bytes M(gpushare.cluster.render_addon) writes
+    in the role, with the roles' defaults overridden by the variables of the play.
   - The directory is replaced as a whole by a rename, so readers never see a mix of an old
     and a new plan; when nothing differs from what is already there, nothing is written.
   - Runs on the controller only; it never connects to a host. Supports check mode.
@@ -74,11 +75,16 @@ options:
       - Directory to write on the controller. It is created, or replaced as a whole.
     type: path
     required: true
-  staging:
+  addons:
     description:
-      - Directory holding files rendered for this plan beforehand (C(values/), C(manifests/)).
-      - Its content is published in O(dest) and the directory itself is removed.
-    type: path
+      - Add-on roles whose values and manifests are written too, as
+        M(gpushare.cluster.render_addon) writes them; any of C(gpu_operator), C(dra_driver),
+        C(kueue), C(tenancy) and C(monitoring).
+      - Their settings are the role variables of the play (inventory, play and extra vars)
+        over the roles' defaults, checked against each role's C(render) argument spec.
+    type: list
+    elements: str
+    default: []
   examples:
     description:
       - Write the example workloads of the plan under C(manifests/examples/).
@@ -103,19 +109,9 @@ options:
   write:
     description:
       - Write O(dest). With V(false) the inventory is only validated and planned, nothing is
-        written, and the plan is set as the C(gpushare_plan) fact (or, with O(views), only
-        the views are returned).
+        written, and the plan is set as the C(gpushare_plan) fact.
     type: bool
     default: true
-  views:
-    description:
-      - With O(write=false), return instead of the C(gpushare_plan) fact the part of the plan
-        that the render step of each of these add-on roles reads (RV(views)). Roles that
-        read no plan (C(monitoring)) are left out.
-      - A plan of thousands of GPUs is megabytes; as a fact Ansible copies and walks it for
-        every later task, which a view avoids.
-    type: list
-    elements: str
 requirements:
   - PyYAML on the controller
 """
@@ -134,6 +130,7 @@ EXAMPLES = r"""
   gpushare.cluster.plan_report:
     plan: "{{ gpushare_plan }}"
     dest: /srv/gitops/cluster/plan
+    addons: [gpu_operator, dra_driver, kueue, tenancy, monitoring]
 
 - name: Show the summary
   ansible.builtin.debug:
@@ -172,12 +169,6 @@ errors:
   returned: failure
   type: list
   elements: str
-views:
-  description:
-    - Role name -> the plan with only the keys, node fields and object kinds that role's
-      render step reads, when O(write=false) and O(views) is set.
-  returned: when O(write=false) and O(views) is set
-  type: dict
 plan:
   description: The plan, when O(return_plan=true).
   returned: when O(return_plan=true)

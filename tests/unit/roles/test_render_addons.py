@@ -6,10 +6,9 @@ of the bundled inventories (built by the real planner), then check what was writ
 values against the pinned charts, manifests against CRDs and Kubernetes schemas,
 idempotence (a second run changes nothing) and check mode (nothing written).
 
-Speed: each written file costs two module runs (stat, then copy), so a render is bound
-by process start-ups. The plans render in separate ansible-playbook processes started
-together, then the idempotence and check-mode runs start together; the runs and what
-is asserted on them are the same as one after the other."""
+The plans render in separate ansible-playbook processes started together, then the
+idempotence and check-mode runs start together; the runs and what is asserted on them
+are the same as one after the other."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
 def load(name):
     return yaml.safe_load((FIXTURES / name).read_text())
 
+
 pytestmark = pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False),
                                 reason="libyaml is not built into PyYAML here: only the pure-Python writer runs")
 
@@ -76,9 +77,11 @@ def test_long_expressions_stay_on_one_line():
     assert text.splitlines()[1] == "  expression: " + expression
 
 
-@pytest.mark.parametrize(("fixture", "backend"), [("four_gpu_example.yml", "dra"),
-                                                   ("four_gpu_example.yml", "device_plugin"),
-                                                   ("fleet_device_plugin.yml", "device_plugin")])
+@pytest.mark.parametrize(("fixture", "backend"), [
+    ("four_gpu_example.yml", "dra"),
+    ("four_gpu_example.yml", "device_plugin"),
+    ("fleet_device_plugin.yml", "device_plugin"),
+])
 def test_every_object_of_a_real_plan_is_written_as_the_pure_writer_does(fixture, backend):
     data = load(fixture)
     plan = build_plan(data["gpushare_teams"], data["nodes"], backend=backend, distribution="kubeadm",
