@@ -11,13 +11,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def module_util(name):
-    """Import ``plugins/module_utils/<name>.py`` through a symlinked collection tree."""
+def collections_path():
+    """A directory holding ``ansible_collections/gpushare/cluster`` -> the checkout (for
+    ANSIBLE_COLLECTIONS_PATH and sys.path)."""
     base = Path(tempfile.gettempdir()) / ("gpushare-bench-%d" % os.getuid())
     link = base / "ansible_collections" / "gpushare" / "cluster"
     if not link.exists():
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(REPO, target_is_directory=True)
+    return base
+
+
+def module_util(name):
+    """Import ``plugins/module_utils/<name>.py`` through the symlinked collection tree."""
+    base = collections_path()
     if str(base) not in sys.path:
         sys.path.insert(0, str(base))
     return importlib.import_module("ansible_collections.gpushare.cluster.plugins.module_utils." + name)

@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _collection import collections_path
+
 REPO = Path(__file__).resolve().parents[1]
 NAME = "gpushare-bench-host-prep"
 RECAP = re.compile(r"^\S+\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
@@ -35,13 +37,6 @@ PLAYBOOK = """
   roles:
     - role: gpushare.cluster.host_prep
 """
-
-
-def collections_path(tmp: Path) -> str:
-    link = tmp / "ansible_collections" / "gpushare" / "cluster"
-    link.parent.mkdir(parents=True)
-    link.symlink_to(REPO, target_is_directory=True)
-    return str(tmp)
 
 
 def run(cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -68,7 +63,7 @@ def main() -> None:
     env.setdefault("CONTAINERS_CONF", str(REPO / "molecule" / "_shared" / "containers.conf"))
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
-        env.update(ANSIBLE_COLLECTIONS_PATH=collections_path(tmp), ANSIBLE_NOCOLOR="1",
+        env.update(ANSIBLE_COLLECTIONS_PATH=str(collections_path()), ANSIBLE_NOCOLOR="1",
                    ANSIBLE_HOST_KEY_CHECKING="False", ANSIBLE_PYTHON_INTERPRETER="/usr/bin/python3")
         inventory = {"workers": {"hosts": {NAME: {
             "ansible_connection": "containers.podman.podman",

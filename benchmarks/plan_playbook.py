@@ -39,6 +39,8 @@ from pathlib import Path
 
 import yaml
 
+from _collection import collections_path
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TEAMS = 40
 
@@ -122,13 +124,6 @@ READ_PLAY = """---
 """
 
 
-def _collections_path(work):
-    link = work / "collections" / "ansible_collections" / "gpushare" / "cluster"
-    link.parent.mkdir(parents=True)
-    link.symlink_to(REPO_ROOT, target_is_directory=True)
-    return work / "collections"
-
-
 def _run(args, env):
     """(wall time, CPU time of all its processes) of one run."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -192,7 +187,7 @@ def main():
 
     work = Path(tempfile.mkdtemp(prefix="gpushare-bench-"))
     try:
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(_collections_path(work)), ANSIBLE_NOCOLOR="1")
+        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections_path()), ANSIBLE_NOCOLOR="1")
         for layout in (("host_vars", "inline") if options.layout == "both" else (options.layout,)):
             bench_layout(work, layout, options.hosts, options.runs, env)
         if options.keep:

@@ -41,7 +41,11 @@ def _collection_path() -> Path:
     return base
 
 
-sys.path.insert(0, str(_collection_path()))
+COLLECTIONS_PATH = str(_collection_path())
+sys.path.insert(0, COLLECTIONS_PATH)
+# Tests that start ansible-playbook point ANSIBLE_COLLECTIONS_PATH here; one variable
+# serves test modules in every directory (packages or not).
+os.environ["GPUSHARE_COLLECTIONS_PATH"] = COLLECTIONS_PATH
 
 
 def reference_path() -> Path:

@@ -94,8 +94,7 @@ def _sync(registries, images, tool):
                 "charts": [], "packages": [], "snaps": [], "files": [], "unresolved": [], "warnings": []}
     manifest_file = registries["tmp"] / f"manifest-{tool}.yml"
     manifest_file.write_text(yaml.safe_dump(manifest), encoding="utf-8")
-    collections = str(Path(sys.modules[m.__name__].__file__).parents[5])
-    env = dict(registries["env"], ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_STDOUT_CALLBACK="json",
+    env = dict(registries["env"], ANSIBLE_COLLECTIONS_PATH=os.environ["GPUSHARE_COLLECTIONS_PATH"], ANSIBLE_STDOUT_CALLBACK="json",
                ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false",
                # podman of the playbook uses the test's private storage too.
                CONTAINERS_STORAGE_CONF=str(_storage_conf(registries)))
@@ -139,8 +138,7 @@ def test_sync_copies_then_changes_nothing(registries, tool, image):
 
 def test_manifest_files_are_stable_and_a_second_run_changes_nothing(tmp_path):
     """Without sync: manifest.yml, images.txt, charts.txt for the example inventory."""
-    collections = str(Path(sys.modules[m.__name__].__file__).parents[5])
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_STDOUT_CALLBACK="json",
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.environ["GPUSHARE_COLLECTIONS_PATH"], ANSIBLE_STDOUT_CALLBACK="json",
                ANSIBLE_LOCALHOST_WARNING="false")
     extra = json.dumps({"gpushare_mirror_dir": str(tmp_path / "out"), "gpushare_mirror_driver_os": ["ubuntu24.04"],
                         "gpushare_mirrors": {"registry": "registry.internal:5000"}})

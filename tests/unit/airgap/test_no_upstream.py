@@ -94,11 +94,6 @@ INVENTORIES = {
 }
 
 
-def _collections_path() -> str:
-    module = sys.modules[m.__name__].__file__
-    return str(Path(module).parents[5])
-
-
 def _run(playbook_text: str, inventory: str, out: Path, with_mirrors: bool, tmp: Path) -> subprocess.CompletedProcess:
     playbook = tmp / f"render-{out.name}.yml"
     playbook.write_text(playbook_text, encoding="utf-8")
@@ -107,7 +102,7 @@ def _run(playbook_text: str, inventory: str, out: Path, with_mirrors: bool, tmp:
         variables.update({"gpushare_mirrors": MIRRORS, "gpushare_proxy": PROXY})
     vars_file = tmp / f"vars-{out.name}.yml"
     vars_file.write_text(yaml.safe_dump(variables), encoding="utf-8")
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=_collections_path(), ANSIBLE_LOCALHOST_WARNING="false",
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.environ["GPUSHARE_COLLECTIONS_PATH"], ANSIBLE_LOCALHOST_WARNING="false",
                ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="false")
     command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(REPO / "inventories" / inventory),
                str(playbook), "-e", f"@{vars_file}"] + INVENTORIES[inventory]["args"]

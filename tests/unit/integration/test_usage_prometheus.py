@@ -63,9 +63,7 @@ def prometheus(tmp_path_factory, repo_root):
 def report(prometheus, repo_root, tmp_path_factory):
     """usage_report.yml on the example inventory, as a user runs it."""
     out = tmp_path_factory.mktemp("usage-report")
-    collections = Path(gpu_usage.__file__).parents[5]
-    assert (collections / "ansible_collections" / "gpushare" / "cluster").is_dir()
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections), ANSIBLE_NOCOLOR="1",
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.environ["GPUSHARE_COLLECTIONS_PATH"], ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
     playbook = [str(Path(os.sys.executable).parent / "ansible-playbook"), "-i", "inventories/example",
                 "playbooks/usage_report.yml", "-e", f"gpushare_usage_prometheus_url={prometheus['url']}",

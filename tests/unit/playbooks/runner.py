@@ -16,19 +16,8 @@ PLAYBOOKS = REPO_ROOT / "playbooks"
 
 
 def collections_path() -> Path:
-    """A directory holding ansible_collections/gpushare/cluster -> the checkout."""
-    parent = REPO_ROOT.parent
-    if parent.name == "gpushare" and parent.parent.name == "ansible_collections":
-        return parent.parent.parent
-    base = Path(tempfile.gettempdir()) / ("gpushare-playbooks-%d" % os.getuid())
-    link = base / "ansible_collections" / "gpushare" / "cluster"
-    if not link.is_symlink():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            link.symlink_to(REPO_ROOT, target_is_directory=True)
-        except FileExistsError:
-            pass
-    return base
+    """The directory holding ansible_collections/gpushare/cluster (set up by tests/unit/conftest.py)."""
+    return Path(os.environ["GPUSHARE_COLLECTIONS_PATH"])
 
 
 def ansible_env(**extra: str) -> dict:

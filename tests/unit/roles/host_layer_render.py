@@ -8,6 +8,7 @@ That is how the RedHat-family files are exercised here, where no Rocky host exis
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,10 +25,7 @@ ROLES = REPO_ROOT / "roles"
 
 def _install_collection_loader() -> None:
     """Let templates call the collection's filters (gpushare.cluster.mirror_url, ...)."""
-    paths = [entry for entry in sys.path
-             if (Path(entry) / "ansible_collections" / "gpushare" / "cluster").exists()]
-    if not paths:
-        raise RuntimeError("ansible_collections/gpushare/cluster is not on sys.path (tests/unit/conftest.py)")
+    paths = [os.environ["GPUSHARE_COLLECTIONS_PATH"]]  # set up by tests/unit/conftest.py
     if AnsibleCollectionConfig.collection_finder is None:
         # Test modules may have imported the collection as a plain namespace package; the
         # collection finder only serves packages it loads itself.

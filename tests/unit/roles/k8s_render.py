@@ -18,11 +18,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
 
 
 def collections_dir() -> str:
-    """The sys.path entry (set up by conftest) holding ansible_collections/gpushare/cluster."""
-    for entry in sys.path:
-        if (Path(entry) / "ansible_collections" / "gpushare" / "cluster").exists():
-            return entry
-    raise RuntimeError("ansible_collections/gpushare/cluster is not on sys.path")
+    """The collection tree tests/unit/conftest.py set up."""
+    return os.environ["GPUSHARE_COLLECTIONS_PATH"]
 
 
 def render(tmp: Path, role: str, hosts: dict, group_vars: dict, extra_vars: dict | None = None,

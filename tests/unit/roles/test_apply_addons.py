@@ -22,17 +22,11 @@ import pytest
 import yaml
 
 from .addon_checks import inventory_plan
+from .k8s_render import collections_dir
 
 FAKE = Path(__file__).resolve().parents[1] / "fixtures" / "addons" / "fake_kubernetes"
 ROLES = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")
 PASSWORD = "grafana-s3cret-for-the-test"
-
-
-def collections_dir() -> str:
-    for entry in sys.path:
-        if (Path(entry) / "ansible_collections" / "gpushare" / "cluster").exists():
-            return entry
-    raise RuntimeError("ansible_collections/gpushare/cluster is not on sys.path")
 
 
 def apply(tmp: Path, roles, cluster_state: dict, extra_vars: dict | None = None):

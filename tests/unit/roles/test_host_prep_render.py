@@ -339,7 +339,7 @@ def test_roles_pass_ansible_syntax_check(tmp_path):
         "name": "Host layer", "hosts": "all", "gather_facts": False,
         "roles": ["gpushare.cluster.host_prep", "gpushare.cluster.gpu_host_driver", "gpushare.cluster.containerd"],
     }]))
-    collections = next(p for p in sys.path if (Path(p) / "ansible_collections" / "gpushare" / "cluster").exists())
+    collections = os.environ["GPUSHARE_COLLECTIONS_PATH"]
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_NOCOLOR="1",
                ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
     result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "--syntax-check", "-i", "localhost,",

@@ -51,7 +51,7 @@ def run_pro_tasks(tmp_path: Path, services: list[str]) -> subprocess.CompletedPr
     extra = {"host_prep_ubuntu_pro_token": TOKEN, "host_prep_ubuntu_pro_services": services,
              "__host_prep_pro_command": str(pro), "ansible_python_interpreter": sys.executable}
     (tmp_path / "tmp").mkdir(exist_ok=True)
-    collections = next(p for p in sys.path if (Path(p) / "ansible_collections" / "gpushare" / "cluster").exists())
+    collections = os.environ["GPUSHARE_COLLECTIONS_PATH"]
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections, ANSIBLE_NOCOLOR="1", TMPDIR=str(tmp_path / "tmp"),
                ANSIBLE_HOME=str(tmp_path / "home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "home" / "tmp"),
                ANSIBLE_REMOTE_TMP=str(tmp_path / "home" / "remote"))

@@ -27,15 +27,10 @@ from pathlib import Path
 
 import yaml
 
+from .k8s_render import collections_dir
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "addons"
 FAKE = FIXTURES / "fake_kubernetes"
-
-
-def collections_dir() -> str:
-    for entry in sys.path:
-        if (Path(entry) / "ansible_collections" / "gpushare" / "cluster").exists():
-            return entry
-    raise RuntimeError("ansible_collections/gpushare/cluster is not on sys.path")
 
 
 EVICT_LABEL = "gpushare.io/evict-for-relabel"

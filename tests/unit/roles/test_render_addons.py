@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from .addon_checks import MONITORING, inventory_plan, render_alerts, validate_manifest, values_problems
+from .k8s_render import collections_dir
 
 REPO = Path(__file__).resolve().parents[3]
 ROLES = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")
@@ -31,13 +32,6 @@ PLANS = {
     "multinode": lambda: inventory_plan("multinode"),
     "example-device-plugin": lambda: inventory_plan("example", backend="device_plugin"),
 }
-
-
-def collections_dir() -> str:
-    for entry in sys.path:
-        if (Path(entry) / "ansible_collections" / "gpushare" / "cluster").exists():
-            return entry
-    raise RuntimeError("ansible_collections/gpushare/cluster is not on sys.path")
 
 
 def write_playbook(tmp: Path, out: Path, names=tuple(PLANS), label: str = "") -> Path:

@@ -43,13 +43,10 @@ def test_errors_become_filter_errors(call):
         call()
 
 
-def test_filter_in_a_playbook(tmp_path, repo_root):
+def test_filter_in_a_playbook(tmp_path):
     playbook_bin = Path(sys.executable).with_name("ansible-playbook")
     if not playbook_bin.exists():
         pytest.skip("ansible-playbook not installed next to the test interpreter")
-    collections = tmp_path / "collections" / "ansible_collections" / "gpushare"
-    collections.mkdir(parents=True)
-    (collections / "cluster").symlink_to(repo_root, target_is_directory=True)
     playbook = tmp_path / "play.yml"
     playbook.write_text(
         "- hosts: localhost\n  gather_facts: false\n  tasks:\n"
@@ -63,7 +60,7 @@ def test_filter_in_a_playbook(tmp_path, repo_root):
         "      register: layout\n"
         "    - ansible.builtin.assert:\n        that:\n"
         "          - \"layout.mig_parted['mig-configs'].test[0]['mig-devices'] == {'7g.80gb': 1}\"\n")
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "collections"), ANSIBLE_LOCALHOST_WARNING="false",
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.environ["GPUSHARE_COLLECTIONS_PATH"], ANSIBLE_LOCALHOST_WARNING="false",
                ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_HOME=str(tmp_path / "home"))
     completed = subprocess.run(
         [str(playbook_bin), "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable,

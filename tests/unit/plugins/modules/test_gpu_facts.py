@@ -62,16 +62,13 @@ def test_lspci_fallback_and_missing_tools(tmp_path, capsys):
     assert "failed" not in result or result["failed"] is False
 
 
-def test_module_on_localhost_with_ansible(tmp_path, repo_root):
+def test_module_on_localhost_with_ansible(tmp_path):
     """The module runs through ansible itself (ad-hoc, local connection)."""
     ansible = Path(sys.executable).with_name("ansible")
     if not ansible.exists():
         pytest.skip("ansible command not installed next to the test interpreter")
-    collections = tmp_path / "collections" / "ansible_collections" / "gpushare"
-    collections.mkdir(parents=True)
-    (collections / "cluster").symlink_to(repo_root, target_is_directory=True)
     smi = _fake_tool(tmp_path, "nvidia-smi", FIXTURES / "mixed-h100-l40s-mig-pending.xml")
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(tmp_path / "collections"), ANSIBLE_LOCALHOST_WARNING="false",
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.environ["GPUSHARE_COLLECTIONS_PATH"], ANSIBLE_LOCALHOST_WARNING="false",
                ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_STDOUT_CALLBACK="json",
                ANSIBLE_LOAD_CALLBACK_PLUGINS="true", ANSIBLE_HOME=str(tmp_path / "home"))
     completed = subprocess.run(
