@@ -12,7 +12,7 @@ from what the GPU Operator deploys later (the driver image per node OS). Unit te
 cross-check it against those charts' values.yaml files; nothing is read at run time.
 
 Sub-chart images are listed when the sub-chart's own source confirms the tag
-(kube-state-metrics, node exporter). Entries whose tag no source read confirms (the
+(kube-state-metrics, node exporter). Entries whose tag no available source confirms (the
 Grafana sub-chart's defaults, images chosen by kubeadm for an exact patch release, images
 a CNI operator or MicroK8s pulls) are listed under ``unresolved`` with the command that
 resolves them, never guessed. Output order is stable: the same settings give the same
@@ -126,12 +126,12 @@ UNRESOLVED_TABLE: Tuple[Tuple[str, str, str, str], ...] = (
     # (039681200c2e104c80d96549cce1cf94813a2f04, whose values.yaml sets
     # tag: "{{ .Chart.AppVersion }}-distroless"); grafana/helm-charts stopped at 8.x-10.x.
     ("kube-prometheus-stack", "docker.io/grafana/grafana", "monitoring",
-     "grafana sub-chart 12.11.1, tag = that chart's appVersion (its Chart.yaml was not found in the sources "
-     "read; neighbouring versions differ in the tag form): " + _RENDER),
+     "grafana sub-chart 12.11.1, tag = that chart's appVersion, which the collection could not confirm "
+     "(neighbouring chart versions also differ in the tag form): " + _RENDER),
     # The dashboard/datasource sidecar (grafana.sidecar.*.enabled: true in the pinned values)
     # takes its tag from the grafana 12.11.1 values.yaml, not found either (see above).
     ("kube-prometheus-stack", "quay.io/kiwigrid/k8s-sidecar", "monitoring",
-     "grafana sub-chart 12.11.1's sidecar.image default (values.yaml of that chart version not found): " + _RENDER),
+     "grafana sub-chart 12.11.1's sidecar.image default, which the collection could not confirm: " + _RENDER),
 )
 
 # Images deployed only on request; named so users see why they are absent.

@@ -148,8 +148,8 @@ def test_manifest_files_are_stable_and_a_second_run_changes_nothing(tmp_path):
                                  str(REPO / "inventories/example"), str(REPO / "playbooks/mirror.yml"), "-e", extra],
                                 capture_output=True, text=True, env=env, timeout=300, check=False, cwd=tmp_path)
         assert result.returncode == 0, result.stdout[-3000:]
-        runs.append((json.loads(result.stdout)["stats"]["localhost"]["changed"],
-                     (tmp_path / "out/manifest.yml").read_bytes()))
+        output = json.loads(result.stdout)
+        runs.append((output["stats"]["localhost"]["changed"], (tmp_path / "out/manifest.yml").read_bytes()))
     assert runs[0][0] > 0 and runs[1][0] == 0
     assert runs[0][1] == runs[1][1]
     manifest = yaml.safe_load(runs[1][1])
@@ -159,3 +159,9 @@ def test_manifest_files_are_stable_and_a_second_run_changes_nothing(tmp_path):
     assert all(entry["mirror"].startswith("registry.internal:5000/") for entry in manifest["images"])
     charts = (tmp_path / "out/charts.txt").read_text(encoding="utf-8").splitlines()
     assert "gpu-operator v26.7.0 https://helm.ngc.nvidia.com/nvidia" in charts
+    # Each unresolved entry is named at the end of the run, with how to resolve it.
+    tasks = {task["task"]["name"]: task["hosts"]["localhost"] for play in output["plays"] for task in play["tasks"]}
+    named = tasks["Name the images whose tags are still unresolved"]["msg"]
+    assert manifest["unresolved"] and len(named) == 1 + len(manifest["unresolved"])
+    for entry in manifest["unresolved"]:
+        assert f"{entry['component']} | {entry['repository']} | {entry['resolve']}" in named
