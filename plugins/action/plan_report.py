@@ -39,7 +39,7 @@ ARGUMENT_SPEC = dict(
     kubernetes_version=dict(type="str", default="1.35"),
     cohort=dict(type="str", default="gpushare"),
     dest=dict(type="path", required=True),
-    addons=dict(type="list", elements="str", default=[]),
+    addons=dict(type="list", elements="str", default=[], choices=list(addon_files.ADDONS)),
     examples=dict(type="bool", default=True),
     title=dict(type="str", default="GPU sharing plan"),
     return_plan=dict(type="bool", default=False),

@@ -84,6 +84,7 @@ options:
         over the roles' defaults, checked against each role's C(render) argument spec.
     type: list
     elements: str
+    choices: [gpu_operator, dra_driver, kueue, tenancy, monitoring]
     default: []
   examples:
     description:
