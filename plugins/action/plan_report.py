@@ -144,11 +144,7 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("cannot write the plan report: %s" % error)
         # What the add-on roles would render, with their defaults and this play's variables.
         for addon in args["addons"]:
-            settings = addon_settings.resolve(addon, task_vars, self._templar, self._loader)
-            try:
-                rendered = addon_files.render(addon, plan, settings)
-            except ValueError as error:
-                raise AnsibleActionFail(str(error))
+            rendered = addon_settings.render(addon, plan, task_vars, self._templar, self._loader)
             tree.update((relative, text.encode("utf-8")) for relative, text in rendered.items())
 
         dest = args["dest"]

@@ -14,7 +14,6 @@ import os
 import tempfile
 
 from ansible import constants as C
-from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files
@@ -71,11 +70,7 @@ class ActionModule(ActionBase):
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         addon, dest = args["addon"], args["dest"]
 
-        settings = addon_settings.resolve(addon, task_vars, self._templar, self._loader)
-        try:
-            files = addon_files.render(addon, plain(args["plan"]), settings)
-        except ValueError as error:
-            raise AnsibleActionFail(str(error))
+        files = addon_settings.render(addon, plain(args["plan"]), task_vars, self._templar, self._loader)
 
         changed_files, diffs = [], []
         for relative, text in files.items():

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The settings an add-on role renders with, resolved as the role itself would see them.
+"""The settings an add-on role renders with, resolved as the role itself would see them,
+and the files it renders with them.
 
 Used by the render_addon action (inside the role, where the role's defaults are already
 among the task's variables) and by plan_report (in plan.yml, where no role is loaded).
@@ -74,3 +75,13 @@ def resolve(addon: str, task_vars: Mapping[str, Any], templar: Any, loader: Any)
             text = handle.read()
         settings[key] = plain(scoped.template(trust_as_template(text))) if is_template else text
     return settings
+
+
+def render(addon: str, plan: Mapping[str, Any], task_vars: Mapping[str, Any], templar: Any, loader: Any) -> Dict[str, str]:
+    """Relative path -> YAML text of every file ``addon`` renders for ``plan``, with the
+    settings :func:`resolve` finds; the pure code's ValueError becomes an action failure."""
+    settings = resolve(addon, task_vars, templar, loader)
+    try:
+        return addon_files.render(addon, plan, settings)
+    except ValueError as error:
+        raise AnsibleActionFail(str(error))
