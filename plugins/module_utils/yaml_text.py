@@ -14,8 +14,9 @@ the pure-Python dumper writes the same text directly. Both give identical bytes 
 
 from __future__ import annotations
 
+import functools
 import re
-from typing import Any, Iterable, List
+from typing import Any, Iterable, List, Tuple
 
 try:
     import yaml
@@ -27,32 +28,29 @@ _WIDTH = 1 << 20
 # A line (after any "- " and "key: ") that opens a literal or folded block scalar.
 _BLOCK_HEADER = re.compile(r"(?:^|: )[|>][0-9+-]*$")
 
-_DUMPERS: List[Any] = []
-
-
 def _represent_str(dumper: Any, data: str) -> Any:
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
 
 
-def _dumpers() -> Any:
+@functools.lru_cache(maxsize=None)
+def _dumpers() -> Tuple[Any, Any]:
     """(libyaml dumper or None, pure-Python dumper), built once."""
     if yaml is None:
         raise ValueError("writing YAML needs the PyYAML Python package")
-    if not _DUMPERS:
-        class IndentedDumper(yaml.SafeDumper):
-            def increase_indent(self, flow: bool = False, indentless: bool = False) -> Any:
-                return super().increase_indent(flow, False)
 
-        IndentedDumper.add_representer(str, _represent_str)
-        fast = None
-        if getattr(yaml, "CSafeDumper", None) is not None:
-            class LibyamlDumper(yaml.CSafeDumper):  # pylint: disable=too-few-public-methods
-                pass
+    class IndentedDumper(yaml.SafeDumper):
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> Any:
+            return super().increase_indent(flow, False)
 
-            LibyamlDumper.add_representer(str, _represent_str)
-            fast = LibyamlDumper
-        _DUMPERS.extend((fast, IndentedDumper))
-    return _DUMPERS[0], _DUMPERS[1]
+    IndentedDumper.add_representer(str, _represent_str)
+    fast = None
+    if getattr(yaml, "CSafeDumper", None) is not None:
+        class LibyamlDumper(yaml.CSafeDumper):  # pylint: disable=too-few-public-methods
+            pass
+
+        LibyamlDumper.add_representer(str, _represent_str)
+        fast = LibyamlDumper
+    return fast, IndentedDumper
 
 
 def indent_sequences(text: str) -> str:
