@@ -28,6 +28,7 @@ _WIDTH = 1 << 20
 # A line (after any "- " and "key: ") that opens a literal or folded block scalar.
 _BLOCK_HEADER = re.compile(r"(?:^|: )[|>][0-9+-]*$")
 
+
 def _represent_str(dumper: Any, data: str) -> Any:
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|" if "\n" in data else None)
 
