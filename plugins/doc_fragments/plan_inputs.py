@@ -1,7 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Options shared by the planner modules that read the inventory's teams and GPUs."""
+"""Options shared by the planner modules.
+
+DOCUMENTATION: the inventory's teams and GPUs (cluster_plan, team_quotas).
+SHARING: how GPUs are shared and queued (cluster_plan, team_quotas, plan_report).
+CLUSTER: the Kubernetes the plan is for (cluster_plan, plan_report).
+"""
 
 from __future__ import annotations
 
@@ -28,17 +33,6 @@ options:
       - Host name to its C(gpushare_gpu_facts) (from M(gpushare.cluster.gpu_facts)); used to fill in
         models left out of the inventory and the UUIDs that pin shared GPUs.
     type: dict
-  backend:
-    description:
-      - How GPUs reach pods (C(gpushare_gpu_backend)).
-    type: str
-    choices: [dra, device_plugin]
-    default: dra
-  cohort:
-    description:
-      - Name of the Kueue Cohort every team queue belongs to.
-    type: str
-    default: gpushare
   tolerations:
     description:
       - Tolerations added to every GPU ResourceFlavor, for GPU nodes with taints.
@@ -52,4 +46,34 @@ attributes:
   diff_mode:
     description: Nothing is changed, so there is nothing to diff.
     support: none
+"""
+
+    SHARING = r"""
+options:
+  backend:
+    description:
+      - How GPUs reach pods (C(gpushare_gpu_backend)).
+    type: str
+    choices: [dra, device_plugin]
+    default: dra
+  cohort:
+    description:
+      - Name of the Kueue Cohort every team queue belongs to.
+    type: str
+    default: gpushare
+"""
+
+    CLUSTER = r"""
+options:
+  distribution:
+    description:
+      - Kubernetes distribution (C(gpushare_kubernetes_distribution)).
+    type: str
+    choices: [microk8s, kubeadm]
+    default: microk8s
+  kubernetes_version:
+    description:
+      - Kubernetes minor version (C(gpushare_kubernetes_version)), 1.34 to 1.36.
+    type: str
+    default: "1.35"
 """

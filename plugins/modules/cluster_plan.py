@@ -22,18 +22,8 @@ author:
   - gpushare.cluster maintainers (@gpushare)
 extends_documentation_fragment:
   - gpushare.cluster.plan_inputs
-options:
-  distribution:
-    description:
-      - Kubernetes distribution (C(gpushare_kubernetes_distribution)).
-    type: str
-    choices: [microk8s, kubeadm]
-    default: microk8s
-  kubernetes_version:
-    description:
-      - Kubernetes minor version (C(gpushare_kubernetes_version)), 1.34 to 1.36.
-    type: str
-    default: "1.35"
+  - gpushare.cluster.plan_inputs.sharing
+  - gpushare.cluster.plan_inputs.cluster
 """
 
 EXAMPLES = r"""

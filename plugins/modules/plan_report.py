@@ -31,6 +31,9 @@ description:
   - Runs on the controller only; it never connects to a host. Supports check mode.
 author:
   - gpushare.cluster maintainers (@gpushare)
+extends_documentation_fragment:
+  - gpushare.cluster.plan_inputs.sharing
+  - gpushare.cluster.plan_inputs.cluster
 options:
   plan:
     description:
@@ -48,28 +51,6 @@ options:
         host of the inventory; hosts without C(gpushare_gpus) are skipped.
     type: list
     elements: str
-  backend:
-    description:
-      - How GPUs reach pods (C(gpushare_gpu_backend)).
-    type: str
-    choices: [dra, device_plugin]
-    default: dra
-  distribution:
-    description:
-      - Kubernetes distribution (C(gpushare_kubernetes_distribution)).
-    type: str
-    choices: [microk8s, kubeadm]
-    default: microk8s
-  kubernetes_version:
-    description:
-      - Kubernetes minor version (C(gpushare_kubernetes_version)).
-    type: str
-    default: "1.35"
-  cohort:
-    description:
-      - Name of the Kueue Cohort of the team queues.
-    type: str
-    default: gpushare
   dest:
     description:
       - Directory to write on the controller. It is created, or replaced as a whole.

@@ -27,6 +27,7 @@ author:
   - gpushare.cluster maintainers (@gpushare)
 extends_documentation_fragment:
   - gpushare.cluster.plan_inputs
+  - gpushare.cluster.plan_inputs.sharing
 """
 
 EXAMPLES = r"""
