@@ -12,6 +12,8 @@ user sees the whole list at once; each names the host, the GPU index and the fie
 
 from __future__ import annotations
 
+import decimal
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -84,6 +86,21 @@ def _where(host: str, index: Any, field_name: str) -> str:
     return "host %s, GPU %s, field %s" % (host, index if index is not None else "?", field_name)
 
 
+def _kind(value: Any) -> str:
+    """How a wrong value is described to the user: in YAML words, never a Python class name."""
+    if isinstance(value, Mapping):
+        return "a mapping" if value else "an empty mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list" if value else "an empty list"
+    if isinstance(value, bool):
+        return "a boolean (%s)" % str(value).lower()
+    if isinstance(value, str):
+        return "a string (%r)" % value
+    if value is None:
+        return "nothing (null)"
+    return "%r" % (value,)
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -120,7 +137,12 @@ def _check_limit(team: str, field_name: str, value: Any, errors: List[str]) -> L
 def _check_quantity(team: str, field_name: str, value: Any, errors: List[str]) -> Optional[str]:
     if value is None:
         return None
-    text = str(value) if _is_int(value) or isinstance(value, str) else None
+    text = None
+    if _is_int(value) or isinstance(value, str):
+        text = str(value)
+    elif isinstance(value, float) and math.isfinite(value) and value >= 0:
+        # YAML reads `cpu: 0.5` as a float; Kubernetes takes the same decimal as a quantity.
+        text = format(decimal.Decimal(repr(value)).normalize(), "f")
     if text is None or not _QUANTITY.match(text):
         errors.append("team %s, field %s: %r is not a Kubernetes quantity (e.g. 64, 500m, 256Gi)"
                       % (team, field_name, value))
@@ -130,8 +152,12 @@ def _check_quantity(team: str, field_name: str, value: Any, errors: List[str]) -
 
 def normalise_teams(teams: Any, errors: List[str]) -> List[Team]:
     """Validate ``gpushare_teams``; append problems to ``errors``."""
+    if teams is None:
+        errors.append("gpushare_teams: not set; the inventory must list the teams (docs/inventory.md)")
+        return []
     if not isinstance(teams, list) or not teams:
-        errors.append("gpushare_teams: must be a non-empty list of teams")
+        errors.append("gpushare_teams: must be a non-empty list of teams (each a mapping with name, namespaces "
+                      "and priority), got %s" % _kind(teams))
         return []
     result: List[Team] = []
     names_seen: Dict[str, int] = {}
@@ -206,15 +232,20 @@ def _facts_by_index(facts: Optional[Mapping[str, Any]]) -> Dict[int, Mapping[str
 
 
 def _expand(host: str, entries: Any, errors: List[str]) -> List[Tuple[int, Mapping[str, Any]]]:
-    """Expand ``count:`` shorthands; explicit indices are kept, counts take the lowest free ones."""
+    """Expand ``count:`` shorthands in list order: a count takes the indexes right after the entry before it.
+
+    An index given twice, whether written or taken by a count, is refused naming both entries:
+    the inventory is never renumbered behind the user's back.
+    """
     if not isinstance(entries, list):
-        errors.append("host %s, field gpushare_gpus: must be a list, got %r" % (host, type(entries).__name__))
+        errors.append("host %s, field gpushare_gpus: must be a list of GPU entries, got %s" % (host, _kind(entries)))
         return []
-    explicit: Dict[int, Mapping[str, Any]] = {}
-    counted: List[Mapping[str, Any]] = []
+    taken: Dict[int, Tuple[int, Mapping[str, Any]]] = {}
+    expanded: List[Tuple[int, Mapping[str, Any]]] = []
+    next_index = 0
     for position, raw in enumerate(entries):
         if not isinstance(raw, Mapping):
-            errors.append("host %s, gpushare_gpus[%d]: must be a mapping, got %r" % (host, position, raw))
+            errors.append("host %s, gpushare_gpus[%d]: must be a mapping, got %s" % (host, position, _kind(raw)))
             continue
         has_index, has_count = "index" in raw, "count" in raw
         if has_index and has_count:
@@ -226,24 +257,25 @@ def _expand(host: str, entries: Any, errors: List[str]) -> List[Tuple[int, Mappi
                 errors.append("host %s, gpushare_gpus[%d], field count: must be a positive integer, got %r"
                               % (host, position, count))
                 continue
-            counted.extend([raw] * count)
-            continue
-        index = raw.get("index")
-        if not _is_int(index) or index < 0:
-            errors.append("host %s, gpushare_gpus[%d], field index: must be a non-negative integer, got %r"
-                          % (host, position, index))
-            continue
-        if index in explicit:
-            errors.append("%s: duplicate GPU index %d on this host" % (_where(host, index, "index"), index))
-            continue
-        explicit[index] = raw
-    expanded = list(explicit.items())
-    next_index = 0
-    for raw in counted:
-        while next_index in explicit:
-            next_index += 1
-        expanded.append((next_index, raw))
-        next_index += 1
+            indexes = list(range(next_index, next_index + count))
+        else:
+            index = raw.get("index")
+            if not _is_int(index) or index < 0:
+                errors.append("host %s, gpushare_gpus[%d], field index: must be a non-negative integer, got %r"
+                              % (host, position, index))
+                continue
+            indexes = [index]
+        for index in indexes:
+            if index in taken:
+                first = taken[index][0]
+                how = "count: %d" % raw["count"] if has_count else "index: %d" % index
+                errors.append("%s: GPU %d is given twice, by gpushare_gpus[%d] and gpushare_gpus[%d] (%s); a count "
+                              "takes the indexes right after the entry before it" % (
+                                  _where(host, index, "index"), index, first, position, how))
+                continue
+            taken[index] = (position, raw)
+            expanded.append((index, raw))
+        next_index = indexes[-1] + 1
     return sorted(expanded, key=lambda item: item[0])
 
 
@@ -316,7 +348,11 @@ def normalise_gpus(host: str, entries: Any, facts: Optional[Mapping[str, Any]], 
                 errors.append("%s: %s does not support MIG" % (_where(host, index, "use"), model.key))
         elif mig is not None:
             errors.append("%s: mig is only valid with use: mig (use is %r)" % (_where(host, index, "mig"), use))
-        uuid = raw.get("uuid") or (fact.get("uuid") if fact else None)
+        uuid = raw.get("uuid")
+        if uuid is not None and (not isinstance(uuid, str) or not uuid.strip()):
+            errors.append("%s: must be the GPU's uuid as nvidia-smi prints it (GPU-...), got %r"
+                          % (_where(host, index, "uuid"), uuid))
+        uuid = uuid or (fact.get("uuid") if fact else None)
         if len(errors) != before or model is None:
             continue
         result.append(Gpu(host=host, index=index, model=model.key, use=use, team=team,
@@ -337,4 +373,13 @@ def normalise_inventory(teams: Any, nodes: Mapping[str, Any],
     for host in sorted(nodes):
         facts = (gpu_facts or {}).get(host)
         inventory.nodes[host] = normalise_gpus(str(host), nodes[host] or [], facts, team_names, errors)
+    owners: Dict[str, List[str]] = {}
+    for host, gpus in inventory.nodes.items():
+        for gpu in gpus:
+            if gpu.uuid:
+                owners.setdefault(gpu.uuid, []).append("host %s, GPU %d" % (host, gpu.index))
+    for uuid, where in sorted(owners.items()):
+        if len(where) > 1:
+            errors.append("%s, field uuid: %s is given to %d GPUs (%s); a uuid names one physical GPU"
+                          % (where[1], uuid, len(where), "; ".join(where)))
     return inventory, errors

@@ -23,15 +23,60 @@ def load(name):
     return yaml.safe_load((FIXTURES / name).read_text())
 
 
-def test_count_shorthand_takes_the_lowest_free_indices_around_explicit_ones():
+def test_count_shorthand_takes_the_indexes_right_after_the_entry_before_it():
     inventory, errors = normalise_inventory(TEAMS, {"n1": [
-        {"index": 1, "model": "L4", "team": "a", "use": "whole"},
-        {"count": 3, "model": "h100-80gb", "team": "b", "use": "whole"},
+        {"count": 2, "model": "h100-80gb", "team": "b", "use": "whole"},
+        {"index": 4, "model": "L4", "team": "a", "use": "whole"},
+        {"count": 2, "model": "h100-80gb", "team": "b", "use": "whole"},
     ]})
     assert errors == []
     gpus = inventory.nodes["n1"]
     assert [(g.index, g.model, g.team) for g in gpus] == [
-        (0, "H100-80GB", "b"), (1, "L4", "a"), (2, "H100-80GB", "b"), (3, "H100-80GB", "b")]
+        (0, "H100-80GB", "b"), (1, "H100-80GB", "b"), (4, "L4", "a"), (5, "H100-80GB", "b"), (6, "H100-80GB", "b")]
+
+
+def test_an_index_taken_by_a_count_is_refused_not_renumbered():
+    errors = normalise_inventory(TEAMS, {"n1": [
+        {"count": 4, "model": "L4", "team": "a", "use": "whole"},
+        {"index": 2, "model": "L4", "team": "b", "use": "whole"},
+    ]})[1]
+    assert errors == ["host n1, GPU 2, field index: GPU 2 is given twice, by gpushare_gpus[0] and gpushare_gpus[1] "
+                      "(index: 2); a count takes the indexes right after the entry before it"]
+    errors = normalise_inventory(TEAMS, {"n1": [
+        {"index": 1, "model": "L4", "team": "a", "use": "whole"},
+        {"index": 0, "model": "L4", "team": "a", "use": "whole"},
+        {"count": 2, "model": "L4", "team": "b", "use": "whole"},
+    ]})[1]
+    assert errors == ["host n1, GPU 1, field index: GPU 1 is given twice, by gpushare_gpus[0] and gpushare_gpus[2] "
+                      "(count: 2); a count takes the indexes right after the entry before it"]
+
+
+def test_one_uuid_on_two_gpus_is_refused_across_hosts():
+    errors = normalise_inventory(TEAMS, {
+        "n1": [{"index": 0, "model": "L4", "team": "a", "use": "whole", "uuid": "GPU-1111"}],
+        "n2": [{"index": 3, "model": "L4", "team": "a", "use": "whole", "uuid": "GPU-1111"}],
+    })[1]
+    assert errors == ["host n2, GPU 3, field uuid: GPU-1111 is given to 2 GPUs (host n1, GPU 0; host n2, GPU 3); "
+                      "a uuid names one physical GPU"]
+
+
+@pytest.mark.parametrize("value, text", [(0.5, "0.5"), (2.0, "2"), (1.25, "1.25"), (64, "64"), ("500m", "500m")])
+def test_cpu_and_memory_accept_yaml_numbers(value, text):
+    teams = [dict(TEAMS[0], cpu=value, memory=value)] + TEAMS[1:]
+    inventory, errors = normalise_inventory(teams, {})
+    assert errors == []
+    assert (inventory.teams[0].cpu, inventory.teams[0].memory) == (text, text)
+
+
+@pytest.mark.parametrize("teams, expected", [
+    ({"production": {"namespaces": ["p"], "priority": 1}}, "gpushare_teams: must be a non-empty list of teams "
+     "(each a mapping with name, namespaces and priority), got a mapping"),
+    (None, "gpushare_teams: not set; the inventory must list the teams (docs/inventory.md)"),
+    ("production", "gpushare_teams: must be a non-empty list of teams (each a mapping with name, namespaces and "
+     "priority), got a string ('production')"),
+])
+def test_teams_of_the_wrong_shape_name_the_variable_not_a_python_class(teams, expected):
+    assert normalise_inventory(teams, {})[1] == [expected]
 
 
 def test_model_and_uuid_come_from_gpu_facts_when_left_out():
@@ -117,7 +162,7 @@ def test_bad_inventory_yields_one_report_with_every_error():
         "team data, field namespaces: namespace shared-ns is already claimed by team production",
         "team data, field borrow: must be >= 0, got -1",
         "team training, field lend: must be true/false, a non-negative integer or a mapping",
-        "host gpu1, GPU 0, field index: duplicate GPU index 0 on this host",
+        "host gpu1, GPU 0, field index: GPU 0 is given twice, by gpushare_gpus[0] and gpushare_gpus[1] (index: 0)",
         "host gpu1, GPU 2, field team: unknown team 'research'",
         "host gpu1, GPU 3, field replicas: a shared GPU needs replicas >= 2",
         "team production, field lend: lending limit 3 for nvidia.com/gpu on flavor h100-80gb-whole is above "
