@@ -21,7 +21,8 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files, example_workloads, plan_report, yaml_text
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.plan import (
+    CONTROLLER_VARIABLES, HOST_VARIABLES, PlanError, plan_inventory)
 from ansible_collections.gpushare.cluster.plugins.plugin_utils import addon_settings
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import plain as _plain
 
@@ -32,17 +33,14 @@ except ImportError:  # pragma: no cover - PyYAML ships with ansible-core
 
 ARGUMENT_SPEC = dict(
     plan=dict(type="dict"),
-    teams=dict(type="list", elements="dict"),
     hosts=dict(type="list", elements="str"),
-    backend=dict(type="str", choices=["dra", "device_plugin"], default="dra"),
-    distribution=dict(type="str", choices=["microk8s", "kubeadm"], default="microk8s"),
-    kubernetes_version=dict(type="str", default="1.35"),
     cohort=dict(type="str", default="gpushare"),
-    dest=dict(type="path", required=True),
+    dest=dict(type="path"),
     addons=dict(type="list", elements="str", default=[], choices=list(addon_files.ADDONS)),
     examples=dict(type="bool", default=True),
     title=dict(type="str", default="GPU sharing plan"),
     return_plan=dict(type="bool", default=False),
+    discovery_pending=dict(type="bool", default=False),
     write=dict(type="bool", default=True),
     summary_rows=dict(type="int", default=64),
 )
@@ -104,36 +102,47 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
-    def _inventory_plan(self, args, task_vars):
+    def _inventory_plan(self, args, task_vars, errors):
+        """Validate and plan the inventory as every host sees it (plugins/module_utils/plan.py, plan_inventory)."""
         hostvars = task_vars["hostvars"]
-        hosts = args["hosts"] if args["hosts"] is not None else task_vars["groups"]["all"]
-        nodes, facts = {}, {}
+        groups = {str(name): [str(host) for host in hosts] for name, hosts in task_vars["groups"].items()}
+        hosts = [str(host) for host in args["hosts"]] if args["hosts"] is not None else groups.get("all", [])
+        per_host = {}
         for host in hosts:
             host_vars = hostvars[host]
-            if "gpushare_gpus" in host_vars:
-                nodes[host] = host_vars["gpushare_gpus"]
-            if "gpushare_gpu_facts" in host_vars:
-                facts[host] = host_vars["gpushare_gpu_facts"]
-        if args["teams"] is None:
-            raise AnsibleActionFail("gpushare_teams is not set: the inventory must list the teams (docs/inventory.md)")
-        if not nodes:
-            raise AnsibleActionFail("no host of the inventory sets gpushare_gpus (docs/inventory.md)")
+            per_host[host] = {name: _plain(host_vars[name]) for name in HOST_VARIABLES if name in host_vars}
+        controller = {name: _plain(self._templar.template(task_vars[name]))
+                      for name in CONTROLLER_VARIABLES if name in task_vars}
         try:
-            return build_plan(_plain(args["teams"]), _plain(nodes), gpu_facts=_plain(facts) or None,
-                              backend=args["backend"], distribution=args["distribution"],
-                              kubernetes_version=str(args["kubernetes_version"]), cohort=args["cohort"])
+            return plan_inventory(controller, per_host, groups, cohort=args["cohort"], errors=errors,
+                                  discovery_pending=args["discovery_pending"])
         except PlanError as error:
             raise AnsibleActionFail(str(error), result={"errors": error.errors})
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC,
+                                                      required_if=[("write", True, ["dest"])])
         del validation
         if yaml is None:
             raise AnsibleActionFail("PyYAML is needed on the controller to write the example workloads")
 
-        plan = _plain(args["plan"]) if args["plan"] is not None else self._inventory_plan(args, task_vars)
+        dest = args["dest"]
+        errors = []
+        if args["write"] and os.path.lexists(dest) and not os.path.isdir(dest):
+            errors.append("gpushare_plan_dir: %s exists and is not a directory; the plan directory would replace it "
+                          "(move that file away or choose another gpushare_plan_dir)" % dest)
+        if args["plan"] is not None:
+            if errors:
+                raise AnsibleActionFail("; ".join(errors), result={"errors": errors})
+            plan = _plain(args["plan"])
+        else:
+            plan = self._inventory_plan(args, task_vars, errors)
+        if args["discovery_pending"]:
+            # Checked before the hosts are asked for their GPUs; the plan comes after discovery.
+            result.update(changed=False)
+            return result
         if not args["write"]:
             # Plan only: validate the inventory and hand the plan to later tasks.
             result.update(changed=False, ansible_facts={"gpushare_plan": plan})
@@ -147,7 +156,6 @@ class ActionModule(ActionBase):
             rendered = addon_settings.render(addon, plan, task_vars, self._templar, self._loader)
             tree.update((relative, text.encode("utf-8")) for relative, text in rendered.items())
 
-        dest = args["dest"]
         changed = read_tree(dest) != tree
         if changed and not self._task.check_mode:
             publish(dest, tree)

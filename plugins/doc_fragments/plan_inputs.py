@@ -5,7 +5,7 @@
 
 DOCUMENTATION: the inventory's teams and GPUs (cluster_plan, team_quotas).
 SHARING: how GPUs are shared and queued (cluster_plan, team_quotas, plan_report).
-CLUSTER: the Kubernetes the plan is for (cluster_plan, plan_report).
+CLUSTER: the Kubernetes the plan is for (cluster_plan).
 """
 
 from __future__ import annotations
@@ -67,13 +67,14 @@ options:
 options:
   distribution:
     description:
-      - Kubernetes distribution (C(gpushare_kubernetes_distribution)).
+      - Kubernetes distribution (C(gpushare_kubernetes_distribution)); the inventory must set it.
     type: str
     choices: [microk8s, kubeadm]
-    default: microk8s
+    required: true
   kubernetes_version:
     description:
-      - Kubernetes minor version (C(gpushare_kubernetes_version)), 1.34 to 1.36.
+      - Kubernetes version (C(gpushare_kubernetes_version)), 1.34 to 1.36; the inventory must set it.
+      - A patch version (C(1.35.0)) is accepted; the plan records its minor (C(1.35)).
     type: str
-    default: "1.35"
+    required: true
 """

@@ -23,8 +23,9 @@ Pure Python, no I/O, no Ansible import.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Optional, Tuple
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import names, sharing
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -38,8 +39,7 @@ TRAINING_IMAGE = "nvcr.io/nvidia/pytorch:25.09-py3"
 
 def _dns(text: str) -> str:
     """A DNS-1123 label made from free text (instance names, hosts)."""
-    clean = re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")
-    return clean[:63].rstrip("-") or "x"
+    return names.dns_label(text)
 
 
 class _Plan:
@@ -107,8 +107,7 @@ class _Plan:
         claims = self._in_namespace("ResourceClaim", namespace)
         if not claims:
             raise ValueError("%s: no shared ResourceClaim in namespace %s" % (where, namespace))
-        wanted = "%s-gpu%d" % (_dns(host), gpu["index"])
-        named = [c for c in claims if c["metadata"]["name"].endswith(wanted)]
+        named = [c for c in claims if c["metadata"]["name"] == sharing.shared_claim_name(host, gpu["index"])]
         return (named or claims)[0]["metadata"]["name"]
 
 

@@ -80,7 +80,7 @@ def to_manifests(objects: List[Mapping[str, Any]]) -> str:
 
 def node_objects(plan: Mapping[str, Any]) -> List[Dict[str, Any]]:
     """Partial Node objects carrying the labels of :func:`node_labels` (for server-side apply)."""
-    return [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": host, "labels": labels}}
+    return [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": plan["nodes"][host].get("node_name", host), "labels": labels}}
             for host, labels in node_labels(plan).items()]
 
 

@@ -280,7 +280,7 @@ def _expand(host: str, entries: Any, errors: List[str]) -> List[Tuple[int, Mappi
 
 
 def _resolve_model(host: str, index: int, raw: Mapping[str, Any], fact: Optional[Mapping[str, Any]],
-                   errors: List[str]) -> Optional[gpu_catalog.GpuModel]:
+                   errors: List[str], discovery_pending: bool = False) -> Optional[gpu_catalog.GpuModel]:
     declared = raw.get("model")
     found = None
     if fact is not None:
@@ -305,14 +305,18 @@ def _resolve_model(host: str, index: int, raw: Mapping[str, Any], fact: Optional
     if fact is not None:
         errors.append("%s: not set and the GPU the host reports (%r) is not in the catalog"
                       % (_where(host, index, "model"), fact.get("name")))
-    else:
+    elif not discovery_pending:
         errors.append("%s: not set and no gpu_facts for this host to discover it" % _where(host, index, "model"))
     return None
 
 
 def normalise_gpus(host: str, entries: Any, facts: Optional[Mapping[str, Any]], team_names: Sequence[str],
-                   errors: List[str]) -> List[Gpu]:
-    """Validate one host's ``gpushare_gpus``; append problems to ``errors``."""
+                   errors: List[str], discovery_pending: bool = False) -> List[Gpu]:
+    """Validate one host's ``gpushare_gpus``; append problems to ``errors``.
+
+    ``discovery_pending``: the hosts are asked for their GPUs later, so a model left out is
+    not an error yet (that GPU is left out of the result).
+    """
     by_index = _facts_by_index(facts)
     result: List[Gpu] = []
     for index, raw in _expand(host, entries, errors):
@@ -323,7 +327,7 @@ def normalise_gpus(host: str, entries: Any, facts: Optional[Mapping[str, Any]], 
         if by_index and fact is None:
             errors.append("%s: the host reports no GPU with this index (found: %s)"
                           % (_where(host, index, "index"), ", ".join(str(i) for i in sorted(by_index))))
-        model = _resolve_model(host, index, raw, fact, errors)
+        model = _resolve_model(host, index, raw, fact, errors, discovery_pending and facts is None)
         use = raw.get("use")
         if use not in USES:
             errors.append("%s: must be one of %s, got %r" % (_where(host, index, "use"), ", ".join(USES), use))
@@ -361,8 +365,8 @@ def normalise_gpus(host: str, entries: Any, facts: Optional[Mapping[str, Any]], 
     return result
 
 
-def normalise_inventory(teams: Any, nodes: Mapping[str, Any],
-                        gpu_facts: Optional[Mapping[str, Any]] = None) -> Tuple[Inventory, List[str]]:
+def normalise_inventory(teams: Any, nodes: Mapping[str, Any], gpu_facts: Optional[Mapping[str, Any]] = None,
+                        discovery_pending: bool = False) -> Tuple[Inventory, List[str]]:
     """Return the valid part of the inventory and the list of every problem found."""
     errors: List[str] = []
     inventory = Inventory(teams=normalise_teams(teams, errors))
@@ -372,7 +376,8 @@ def normalise_inventory(teams: Any, nodes: Mapping[str, Any],
         return inventory, errors
     for host in sorted(nodes):
         facts = (gpu_facts or {}).get(host)
-        inventory.nodes[host] = normalise_gpus(str(host), nodes[host] or [], facts, team_names, errors)
+        inventory.nodes[host] = normalise_gpus(str(host), nodes[host] or [], facts, team_names, errors,
+                                               discovery_pending)
     owners: Dict[str, List[str]] = {}
     for host, gpus in inventory.nodes.items():
         for gpu in gpus:

@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog, mig_solver
+from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog, mig_solver, names
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import Gpu
 
 BACKENDS = ("dra", "device_plugin")
@@ -286,8 +286,7 @@ class _Planner:
 
 def shared_claim_name(host: str, index: int) -> str:
     """ResourceClaim name of a shared GPU under dra (DNS label from the host name)."""
-    clean = "".join(ch if ch.isalnum() else "-" for ch in host.lower()).strip("-")
-    return ("shared-%s-gpu%d" % (clean, index))[:63].rstrip("-")
+    return names.dns_label("shared", host, "gpu%d" % index)
 
 
 def plan_sharing(nodes: Mapping[str, Sequence[Gpu]], backend: str) -> SharingPlan:

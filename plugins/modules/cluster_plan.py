@@ -65,8 +65,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             PLAN_INPUT_ARGUMENT_SPEC,
-            distribution=dict(type="str", choices=["microk8s", "kubeadm"], default="microk8s"),
-            kubernetes_version=dict(type="str", default="1.35"),
+            distribution=dict(type="str", choices=["microk8s", "kubeadm"], required=True),
+            kubernetes_version=dict(type="str", required=True),
         ),
         supports_check_mode=True,
     )

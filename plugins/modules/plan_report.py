@@ -19,9 +19,18 @@ description:
     example workloads under C(manifests/examples/).
   - Either takes a plan already made (O(plan), for example the C(gpushare_plan) fact set by
     M(gpushare.cluster.cluster_plan)), or plans from the inventory itself with the same code
-    as M(gpushare.cluster.cluster_plan), reading C(gpushare_gpus) and C(gpushare_gpu_facts)
-    of O(hosts) from hostvars. Planning in the controller process avoids moving megabytes of
-    plan through module arguments on large inventories.
+    as M(gpushare.cluster.cluster_plan). Planning in the controller process avoids moving
+    megabytes of plan through module arguments on large inventories.
+  - From the inventory, every setting is read as each host of O(hosts) sees it
+    (C(gpushare_kubernetes_distribution), C(gpushare_kubernetes_version), C(gpushare_gpu_backend),
+    C(gpushare_gpus), C(gpushare_gpu_facts), C(gpushare_mirrors), C(gpushare_proxy)), with
+    C(gpushare_teams) from the play, and checked in one go before anything is written. Checked are the
+    settings (the distribution and version are required; the backend defaults to C(dra)), one
+    value of each cluster-wide setting on every host, the mirrors and proxies, the groups
+    (C(control_plane) and C(workers), GPU hosts in one of them, the number of control planes),
+    the teams, every GPU entry, and the names of every generated object and Node.
+  - This is the one validation of the collection; C(playbooks/plan.yml) and the preflight of
+    C(playbooks/site.yml) both run it (the latter with O(write=false)).
   - When the inventory has errors, the task fails listing every one and writes nothing.
   - With O(addons), the same directory also gets every file those add-on roles render
     (C(values/) and C(manifests/<role>/)), the bytes M(gpushare.cluster.render_addon) writes
@@ -31,20 +40,23 @@ description:
   - Runs on the controller only; it never connects to a host. Supports check mode.
 author:
   - gpushare.cluster maintainers (@gpushare)
-extends_documentation_fragment:
-  - gpushare.cluster.plan_inputs.sharing
-  - gpushare.cluster.plan_inputs.cluster
 options:
   plan:
     description:
-      - A plan already made. When left out, the plan is made from the inventory with
-        O(teams), O(hosts), O(backend), O(distribution), O(kubernetes_version) and O(cohort).
+      - A plan already made. When left out, the plan is made from the inventory of O(hosts).
     type: dict
-  teams:
+  cohort:
     description:
-      - The teams (C(gpushare_teams)). Required when O(plan) is left out.
-    type: list
-    elements: dict
+      - Name of the Kueue Cohort every team queue belongs to.
+    type: str
+    default: gpushare
+  discovery_pending:
+    description:
+      - Check the inventory before the hosts are asked which GPUs they have (the first step
+        of the preflight). Everything is checked except what discovery decides, so a model
+        left out of the inventory is not an error yet. Nothing is planned or written.
+    type: bool
+    default: false
   hosts:
     description:
       - Hosts whose C(gpushare_gpus) and C(gpushare_gpu_facts) are planned. Default is every
@@ -53,9 +65,10 @@ options:
     elements: str
   dest:
     description:
-      - Directory to write on the controller. It is created, or replaced as a whole.
+      - Directory to write on the controller. It is created, or replaced as a whole; an
+        existing file of that name is an error, never replaced.
+      - Required with O(write=true).
     type: path
-    required: true
   addons:
     description:
       - Add-on roles whose values and manifests are written too, as
@@ -101,10 +114,6 @@ requirements:
 EXAMPLES = r"""
 - name: Plan the inventory and write the report
   gpushare.cluster.plan_report:
-    teams: "{{ gpushare_teams }}"
-    backend: "{{ gpushare_gpu_backend }}"
-    distribution: "{{ gpushare_kubernetes_distribution }}"
-    kubernetes_version: "{{ gpushare_kubernetes_version }}"
     dest: "{{ lookup('ansible.builtin.env', 'PWD') }}/build/plan"
   register: report
 

@@ -30,7 +30,7 @@ def test_plan_has_the_agreed_shape_and_is_json(backend):
         1, backend, "kubeadm", "1.36", "gpushare")
     assert json.loads(json.dumps(plan)) == plan
     node = plan["nodes"]["gpu1"]
-    assert set(node) == {"gpus", "mig_config", "device_plugin_config", "labels"}
+    assert set(node) == {"node_name", "gpus", "mig_config", "device_plugin_config", "labels"}
     for gpu in node["gpus"]:
         assert {"index", "model", "use", "team", "mig_enabled", "instances", "resources"} <= set(gpu)
     assert node["gpus"][2]["replicas"] == 5

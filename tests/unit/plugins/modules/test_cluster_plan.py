@@ -37,7 +37,23 @@ def test_returns_the_whole_plan(capsys):
 def test_bad_version_and_inventory_fail_together(capsys):
     data = yaml.safe_load((FIXTURES / "four_gpu_example.yml").read_text())
     data["nodes"]["gpu1"][2]["replicas"] = 1
-    result = run(capsys, {"teams": data["gpushare_teams"], "nodes": data["nodes"], "kubernetes_version": "1.29"})
+    result = run(capsys, {"teams": data["gpushare_teams"], "nodes": data["nodes"], "distribution": "microk8s",
+                          "kubernetes_version": "1.29"})
     assert result["failed"] is True
     assert [e.split(":")[0] for e in result["errors"]] == ["gpushare_kubernetes_version",
                                                            "host gpu1, GPU 2, field replicas"]
+
+
+def test_distribution_and_version_have_no_default(capsys):
+    """They are required in the inventory (docs/inventory.md): the module never picks one."""
+    data = yaml.safe_load((FIXTURES / "four_gpu_example.yml").read_text())
+    result = run(capsys, {"teams": data["gpushare_teams"], "nodes": data["nodes"]})
+    assert result["failed"] is True
+    assert "distribution, kubernetes_version" in result["msg"]
+
+
+def test_a_patch_version_is_written_as_its_minor(capsys):
+    data = yaml.safe_load((FIXTURES / "four_gpu_example.yml").read_text())
+    result = run(capsys, {"teams": data["gpushare_teams"], "nodes": data["nodes"], "distribution": "kubeadm",
+                          "kubernetes_version": "1.35.0"})
+    assert result["plan"]["kubernetes_version"] == "1.35"
