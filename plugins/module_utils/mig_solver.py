@@ -46,7 +46,14 @@ Slot = Tuple[str, int]
 
 
 class MigLayoutError(ValueError):
-    """A request that cannot be planned; the message names host, GPU index and field."""
+    """A request that cannot be planned; the message names host, GPU index and field.
+
+    ``errors`` lists each problem on its own (the message joins them).
+    """
+
+    def __init__(self, message: str, errors: Optional[Sequence[str]] = None) -> None:
+        super().__init__(message)
+        self.errors = list(errors) if errors else [message]
 
 
 class _Reason(Exception):
@@ -56,6 +63,7 @@ class _Reason(Exception):
         super().__init__(reason)
         self.field = field
         self.reason = reason
+        self.all = [(field, reason)]
 
 
 # --- geometry -------------------------------------------------------------------------
@@ -199,52 +207,67 @@ def _parse_instances(model: GpuModel, instances: Any) -> List[Dict[str, Any]]:
     if not isinstance(instances, list) or not instances:
         raise _Reason("mig.instances", "must be a non-empty list of {name, memory, compute?, media?}")
     needs = []
-    seen = set()
+    problems: List[Tuple[str, str]] = []
+    seen: set = set()
     largest = max(p.memory_mib for p in model.profiles)
     for position, raw in enumerate(instances):
-        where = "mig.instances[%d]" % position
-        if not isinstance(raw, dict):
-            raise _Reason(where, "must be a mapping with name and memory")
-        unknown = sorted(set(raw) - {"name", "memory", "compute", "media"})
-        if unknown:
-            raise _Reason(where, "unknown key(s) %s (allowed: name, memory, compute, media)" % ", ".join(unknown))
-        name = raw.get("name")
-        if not isinstance(name, str) or not name:
-            raise _Reason(where + ".name", "is required and must be a non-empty string")
-        if name in seen:
-            raise _Reason(where + ".name", "duplicate instance name %r" % name)
-        seen.add(name)
-        if "memory" not in raw:
-            raise _Reason(where + ".memory", "is required for %r (e.g. 10Gi)" % name)
         try:
-            memory_mib = parse_memory_mib(raw["memory"])
-        except ValueError as error:
-            raise _Reason(where + ".memory", str(error))
-        compute = raw.get("compute", 1)
-        if isinstance(compute, str) and compute.lower().endswith("g") and compute[:-1].isdigit():
-            compute = int(compute[:-1])  # "3g" as in a profile name
-        if isinstance(compute, bool) or not isinstance(compute, int) or compute < 1:
-            raise _Reason(where + ".compute", "must be a positive number of compute slices (e.g. 2 or '2g'), got %r"
-                          % (raw.get("compute"),))
-        media_raw = raw.get("media") or ""
-        media = _MEDIA_ALIASES.get(str(media_raw).strip().lower())
-        if media is None:
-            raise _Reason(where + ".media", "unknown media variant %r (use me, me.all, -me or gfx)" % (media_raw,))
-        need = {"name": name, "memory_mib": memory_mib, "compute": compute, "media": media, "field": where}
-        if not _need_candidates(model, need):
-            if memory_mib > largest:
-                reason = ("needs %s for %r, more than the largest profile of %s holds (%s usable; profile names "
-                          "round up, the real usable memory is what counts)"
-                          % (format_mib(memory_mib), name, model.key, format_mib(largest)))
-                raise _Reason(where + ".memory", reason)
-            if compute > model.compute_slices:
-                raise _Reason(where + ".compute", "needs %d compute slices, %s has %d"
-                              % (compute, model.key, model.compute_slices))
-            raise _Reason(where + ".media" if media else where,
-                          "no profile of %s has media variant %r with %s and %d compute slice(s)"
-                          % (model.key, media or "(base)", format_mib(memory_mib), compute))
+            need = _parse_need(model, position, raw, seen, largest)
+        except _Reason as reason:
+            problems.extend(reason.all)
+            continue
         needs.append(need)
+    if problems:
+        # Every bad need of the GPU is reported, not only the first.
+        error = _Reason(*problems[0])
+        error.all = problems
+        raise error
     return needs
+
+
+def _parse_need(model: GpuModel, position: int, raw: Any, seen: set, largest: int) -> Dict[str, Any]:
+    where = "mig.instances[%d]" % position
+    if not isinstance(raw, dict):
+        raise _Reason(where, "must be a mapping with name and memory")
+    unknown = sorted(set(raw) - {"name", "memory", "compute", "media"})
+    if unknown:
+        raise _Reason(where, "unknown key(s) %s (allowed: name, memory, compute, media)" % ", ".join(unknown))
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise _Reason(where + ".name", "is required and must be a non-empty string")
+    if name in seen:
+        raise _Reason(where + ".name", "duplicate instance name %r" % name)
+    seen.add(name)
+    if "memory" not in raw:
+        raise _Reason(where + ".memory", "is required for %r (e.g. 10Gi)" % name)
+    try:
+        memory_mib = parse_memory_mib(raw["memory"])
+    except ValueError as error:
+        raise _Reason(where + ".memory", str(error))
+    compute = raw.get("compute", 1)
+    if isinstance(compute, str) and compute.lower().endswith("g") and compute[:-1].isdigit():
+        compute = int(compute[:-1])  # "3g" as in a profile name
+    if isinstance(compute, bool) or not isinstance(compute, int) or compute < 1:
+        raise _Reason(where + ".compute", "must be a positive number of compute slices (e.g. 2 or '2g'), got %r"
+                      % (raw.get("compute"),))
+    media_raw = raw.get("media") or ""
+    media = _MEDIA_ALIASES.get(str(media_raw).strip().lower())
+    if media is None:
+        raise _Reason(where + ".media", "unknown media variant %r (use me, me.all, -me or gfx)" % (media_raw,))
+    need = {"name": name, "memory_mib": memory_mib, "compute": compute, "media": media, "field": where}
+    if not _need_candidates(model, need):
+        if memory_mib > largest:
+            reason = ("needs %s for %r, more than the largest profile of %s holds (%s usable; profile names "
+                      "round up, the real usable memory is what counts)"
+                      % (format_mib(memory_mib), name, model.key, format_mib(largest)))
+            raise _Reason(where + ".memory", reason)
+        if compute > model.compute_slices:
+            raise _Reason(where + ".compute", "needs %d compute slices, %s has %d"
+                          % (compute, model.key, model.compute_slices))
+        raise _Reason(where + ".media" if media else where,
+                      "no profile of %s has media variant %r with %s and %d compute slice(s)"
+                      % (model.key, media or "(base)", format_mib(memory_mib), compute))
+    return need
 
 
 def _describe(model: GpuModel, slots: Sequence[Tuple[MigProfile, str]]) -> str:
@@ -515,7 +538,7 @@ def plan_node_layout(gpus: Sequence[Dict[str, Any]], config_name: str, host: Opt
                                          "strings): %s" % error)
                 slots, notes = _solve_cached(model.key, request)
             except _Reason as reason:
-                errors.append(_where(host, index, model.key, reason.field) + ": " + reason.reason)
+                errors.extend(_where(host, index, model.key, field) + ": " + text for field, text in reason.all)
                 continue
             result["instances"] = [
                 {"profile": name, "start": start, "size": model.profile(name).size,
@@ -527,7 +550,7 @@ def plan_node_layout(gpus: Sequence[Dict[str, Any]], config_name: str, host: Opt
         planned.append(result)
         entries.append({"model": model, "result": result})
     if errors:
-        raise MigLayoutError("; ".join(errors))
+        raise MigLayoutError("; ".join(errors), errors)
     planned.sort(key=lambda g: g["index"])
     specs = []
     for item in sorted(entries, key=lambda e: e["result"]["index"]):

@@ -128,10 +128,14 @@ class _Planner:
 
     def plan(self, nodes: Mapping[str, Sequence[Gpu]]) -> SharingPlan:
         for host in sorted(nodes):
+            before = len(self.result.errors)
             try:
-                self.result.nodes[host] = self._plan_node(host, list(nodes[host]))
+                node = self._plan_node(host, list(nodes[host]))
             except ValueError as exc:
-                self.result.errors.append(str(exc))
+                self.result.errors.extend(getattr(exc, "errors", None) or [str(exc)])
+                continue
+            if len(self.result.errors) == before:
+                self.result.nodes[host] = node
         return self.result
 
     def _convert_shared(self, host: str, gpus: List[Gpu]) -> Dict[int, str]:
@@ -146,12 +150,14 @@ class _Planner:
         for gpu in shared:
             model = gpu_catalog.lookup(gpu.model)
             if not model.mig_capable:
-                raise ValueError(
+                # Reported with the node's other problems (its MIG GPUs are still checked).
+                self.result.errors.append(
                     "%s: use shared next to whole GPUs (%s) on one node is impossible with the device_plugin "
                     "backend, which time-slices every full GPU of a node, and %s has no MIG to make a full-size "
                     "instance that could be time-sliced alone; use gpushare_gpu_backend: dra, or move the shared "
                     "GPU to a node without whole GPUs"
                     % (_where(host, gpu.index, "use"), ", ".join(str(g.index) for g in whole), model.key))
+                continue
             converted[gpu.index] = full_size_profile(model).name
         return converted
 
