@@ -80,6 +80,8 @@ class Gpu:
 class Inventory:
     teams: List[Team] = field(default_factory=list)
     nodes: Dict[str, List[Gpu]] = field(default_factory=dict)
+    # "host, GPU index" of the entries whose model only discovery can tell (discovery_pending).
+    awaiting_discovery: List[str] = field(default_factory=list)
 
 
 def _where(host: str, index: Any, field_name: str) -> str:
@@ -311,7 +313,8 @@ def _resolve_model(host: str, index: int, raw: Mapping[str, Any], fact: Optional
 
 
 def normalise_gpus(host: str, entries: Any, facts: Optional[Mapping[str, Any]], team_names: Sequence[str],
-                   errors: List[str], discovery_pending: bool = False) -> List[Gpu]:
+                   errors: List[str], discovery_pending: bool = False,
+                   awaiting_discovery: Optional[List[str]] = None) -> List[Gpu]:
     """Validate one host's ``gpushare_gpus``; append problems to ``errors``.
 
     ``discovery_pending``: the hosts are asked for their GPUs later, so a model left out is
@@ -357,6 +360,8 @@ def normalise_gpus(host: str, entries: Any, facts: Optional[Mapping[str, Any]], 
             errors.append("%s: must be the GPU's uuid as nvidia-smi prints it (GPU-...), got %r"
                           % (_where(host, index, "uuid"), uuid))
         uuid = uuid or (fact.get("uuid") if fact else None)
+        if model is None and len(errors) == before and awaiting_discovery is not None:
+            awaiting_discovery.append("host %s, GPU %d" % (host, index))
         if len(errors) != before or model is None:
             continue
         result.append(Gpu(host=host, index=index, model=model.key, use=use, team=team,
@@ -377,7 +382,7 @@ def normalise_inventory(teams: Any, nodes: Mapping[str, Any], gpu_facts: Optiona
     for host in sorted(nodes):
         facts = (gpu_facts or {}).get(host)
         inventory.nodes[host] = normalise_gpus(str(host), nodes[host] or [], facts, team_names, errors,
-                                               discovery_pending)
+                                               discovery_pending, inventory.awaiting_discovery)
     owners: Dict[str, List[str]] = {}
     for host, gpus in inventory.nodes.items():
         for gpu in gpus:

@@ -280,9 +280,11 @@ def plan_inventory(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[st
     groups. Every problem (settings, mirrors, proxies, topology, teams, GPUs, names) is
     raised at once as a :class:`PlanError`; nothing else is returned in that case.
 
-    ``discovery_pending``: the check made before the hosts are asked for their GPUs. It
-    covers everything that does not depend on what they report (models left out are not an
-    error yet) and stops there: it returns None when nothing is wrong.
+    ``discovery_pending``: the check made before the hosts are asked for their GPUs; it
+    returns None when nothing is wrong. When the inventory names every model, it is the whole
+    check (the same errors as without discovery). Otherwise it covers everything that does
+    not depend on what the hosts report: a model left out is not an error yet, and the MIG,
+    sharing and quota checks wait for discovery, since they need every GPU.
     """
     found: List[str] = list(errors)
     gpu_hosts = sorted(host for host, values in hosts.items() if "gpushare_gpus" in values)
@@ -309,10 +311,16 @@ def plan_inventory(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[st
              if values.get("gpushare_gpu_facts") and host in nodes}
     node_names = {host: names.node_name(host, hosts[host].get("kubernetes_common_node_name")) for host in gpu_hosts}
     if discovery_pending:
+        inventory, inventory_errors = normalise_inventory(controller.get("gpushare_teams"), nodes, None,
+                                                          discovery_pending=True)
+        if not inventory.awaiting_discovery:
+            build_plan(controller.get("gpushare_teams"), nodes, backend=settings["backend"],
+                       distribution=settings["distribution"], kubernetes_version=settings["kubernetes_version"],
+                       cohort=cohort, tolerations=tolerations, node_names=node_names, errors=found)
+            return None
         _check_settings(settings["backend"], settings["distribution"], settings["kubernetes_version"], cohort,
                         found)
-        found += normalise_inventory(controller.get("gpushare_teams"), nodes, None, discovery_pending=True)[1]
-        found += _node_name_errors(node_names)
+        found += inventory_errors + _node_name_errors(node_names)
         if found:
             raise PlanError(found)
         return None
