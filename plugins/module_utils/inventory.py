@@ -234,7 +234,13 @@ def _facts_by_index(facts: Optional[Mapping[str, Any]]) -> Dict[int, Mapping[str
 
 
 def _expand(host: str, entries: Any, errors: List[str]) -> List[Tuple[int, Mapping[str, Any]]]:
-    """Expand ``count:`` shorthands in list order: a count takes the indexes right after the entry before it.
+    return [(index, raw) for index, _position, raw in expand_entries(host, entries, errors)]
+
+
+def expand_entries(host: str, entries: Any, errors: List[str]) -> List[Tuple[int, int, Mapping[str, Any]]]:
+    """(index, position in the list, entry) of every GPU, by index; the one home of the ``count`` rule.
+
+    ``count:`` shorthands are expanded in list order: a count takes the indexes right after the entry before it.
 
     An index given twice, whether written or taken by a count, is refused naming both entries:
     the inventory is never renumbered behind the user's back.
@@ -243,7 +249,7 @@ def _expand(host: str, entries: Any, errors: List[str]) -> List[Tuple[int, Mappi
         errors.append("host %s, field gpushare_gpus: must be a list of GPU entries, got %s" % (host, _kind(entries)))
         return []
     taken: Dict[int, Tuple[int, Mapping[str, Any]]] = {}
-    expanded: List[Tuple[int, Mapping[str, Any]]] = []
+    expanded: List[Tuple[int, int, Mapping[str, Any]]] = []
     next_index = 0
     for position, raw in enumerate(entries):
         if not isinstance(raw, Mapping):
@@ -276,7 +282,7 @@ def _expand(host: str, entries: Any, errors: List[str]) -> List[Tuple[int, Mappi
                                   _where(host, index, "index"), index, first, position, how))
                 continue
             taken[index] = (position, raw)
-            expanded.append((index, raw))
+            expanded.append((index, position, raw))
         next_index = indexes[-1] + 1
     return sorted(expanded, key=lambda item: item[0])
 

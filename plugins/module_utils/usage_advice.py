@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils import inventory as inventory_lib
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import MigProfile
 from ansible_collections.gpushare.cluster.plugins.module_utils.quantities import parse_memory_mib
 
@@ -67,30 +68,16 @@ def _smaller_profile(model_key: Optional[str], profile: str, need_mib: int) -> T
 
 
 def expand_gpus(host: str, entries: Sequence[Mapping[str, Any]]) -> Dict[int, Dict[str, Any]]:
-    """Index -> inventory entry for one host, expanding the ``count`` shorthand.
+    """Index -> inventory entry for one host, with the planner's own ``count`` rule (inventory.expand_entries).
 
-    A ``count`` entry takes consecutive indices from its ``index`` (or from the first
-    index no explicit entry uses), in list order.
+    ``_entry`` is the entry's position in the list; ``_count`` is set when the entry is a count shorthand.
     """
-    explicit = {int(e["index"]) for e in entries if "index" in e and "count" not in e}
-    out: Dict[int, Dict[str, Any]] = {}
-    position = 0
-    for number, entry in enumerate(entries):
-        if "count" in entry:
-            index = int(entry.get("index", position))
-            remaining = int(entry["count"])
-            while remaining > 0:
-                while index in explicit or index in out:
-                    index += 1
-                out[index] = dict(entry, index=index, _entry=number)
-                index += 1
-                remaining -= 1
-            position = index
-        elif "index" in entry:
-            out[int(entry["index"])] = dict(entry, _entry=number)
-        else:
-            raise ValueError(f"host {host}: gpushare_gpus[{number}]: needs index or count")
-    return out
+    errors: List[str] = []
+    expanded = inventory_lib.expand_entries(host, list(entries), errors)
+    if errors:
+        raise ValueError("; ".join(errors))
+    return {index: dict(raw, index=index, _entry=position, **({"_count": True} if "count" in raw else {}))
+            for index, position, raw in expanded}
 
 
 def _host_file(host: str) -> str:
@@ -148,7 +135,8 @@ def _quota_proposals(figures, teams, inventory, thresholds) -> List[Dict[str, An
             continue
         nominal = fig.get("nominal_quota")
         peak = fig.get("allocated_peak") or 0.0
-        if nominal is not None and peak < nominal:
+        # An unknown peak (GPUs without exporter data) is not "below the quota".
+        if nominal is not None and fig.get("allocated_peak") is not None and peak < nominal:
             # Waiting below its own quota is not a quota problem (a fragmented or
             # oversized request); say so instead of raising the quota.
             proposals.append({
@@ -175,17 +163,21 @@ def _quota_proposals(figures, teams, inventory, thresholds) -> List[Dict[str, An
         facts = (f"{team} had workloads pending {fig['pending_hours']:g} h of {window_hours:g} h{wait_text}; "
                  f"its allocation peaked at {peak:g} GPUs against a nominal quota of "
                  f"{'unknown' if nominal is None else f'{nominal:g}'}")
-        limit = fig.get("borrowing_limit")
-        if limit is not None and (fig.get("borrowed_peak") or 0) >= limit:
+        reached = [row for row in fig.get("borrowing_limits") or [] if row.get("reached")]
+        if reached:
+            row = reached[0]
+            current = next((t.get("borrow") for t in teams if t.get("name") == team), None)
+            proposed = _raised_borrow(current, row, deficit)
             proposals.append({
                 "kind": "raise_borrowing_limit",
                 "team": team,
                 "where": "group_vars/all (gpushare_teams)",
                 "variable": f"gpushare_teams[name={team}].borrow",
-                "current": limit,
-                "proposed": int(limit) + deficit,
-                "reason": f"{facts}; it borrowed up to its limit of {limit:g}, so a higher borrowing limit lets it use lent GPUs.",
-                "figures": evidence,
+                "current": current,
+                "proposed": proposed,
+                "reason": (f"{facts}; it borrowed up to its limit of {row['limit']:g} {row['resource']} "
+                           f"(flavor {row['flavor']}), so a higher borrowing limit lets it use lent GPUs."),
+                "figures": dict(evidence, borrowing_limit_resource=row["resource"], borrowing_limit_flavor=row["flavor"]),
             })
             continue
         donor = _donor_gpu(figures, inventory, team, priorities, thresholds)
@@ -207,6 +199,16 @@ def _quota_proposals(figures, teams, inventory, thresholds) -> List[Dict[str, An
                                   f"so {team}'s nominal quota grows by {deficit} with {deficit} more GPU(s).",
                                   evidence, kind="add_gpu_for_quota"))
     return proposals
+
+
+def _raised_borrow(current: Any, row: Mapping[str, Any], deficit: int) -> Any:
+    """The team's ``borrow`` with the limit of ``row``'s resource raised, in the form the inventory uses."""
+    raised = int(row["limit"]) + deficit
+    if isinstance(current, Mapping):
+        return dict(current, **{row["resource"]: max(raised, int(current.get(row["resource"], 0)) + deficit)})
+    if isinstance(current, int) and not isinstance(current, bool):
+        return max(raised, current + deficit)
+    return raised
 
 
 def _donor_gpu(figures, inventory, team, priorities, thresholds) -> Optional[Dict[str, Any]]:
@@ -240,6 +242,11 @@ def _add_gpu(team, inventory, count, reason, evidence, kind) -> Dict[str, Any]:
     entry: Dict[str, Any] = {"count": count, "team": team, "use": use}
     if model:
         entry["model"] = model
+    like = next((g for g in owned if g.get("use", "whole") == use), None)
+    if use == "shared":
+        entry["replicas"] = int((like or {}).get("replicas") or 2)
+    elif use == "mig":
+        entry["mig"] = dict((like or {}).get("mig") or {})
     return {
         "kind": kind,
         "team": team,
@@ -286,8 +293,9 @@ def _shared_proposals(figures, inventory, thresholds) -> List[Dict[str, Any]]:
             replicas = max(2, min(8, int(thresholds.shared_target / max(busy, 0.01))))
             where = _host_file(host)
             base = f"gpushare_gpus[index={index}]"
-            if entry.get("count"):
-                base = f"gpushare_gpus[{entry['_entry']}] (count entry; split GPU {index} out)"
+            split = (f" GPU {index} is part of the count entry gpushare_gpus[{entry['_entry']}]: write it as its "
+                     f"own entry (the count entries before and after it keep their indexes)."
+                     if entry.get("_count") else "")
             proposals.append({
                 "kind": "whole_to_shared",
                 "team": entry.get("team"),
@@ -299,7 +307,7 @@ def _shared_proposals(figures, inventory, thresholds) -> List[Dict[str, Any]]:
                 "reason": (f"GPU {index} on {host} ({entry.get('team')}) was allocated {fig['allocated_hours']:g} h "
                            f"and busy {busy:.1%} of that time, idle {fig.get('idle_allocated_hours') or 0:g} h; "
                            f"time-sliced with {replicas} replicas the same load keeps the GPU under "
-                           f"{thresholds.shared_target:.0%} busy and frees it for others."),
+                           f"{thresholds.shared_target:.0%} busy and frees it for others.{split}"),
                 "figures": _pick(fig, "allocated_hours", "busy_ratio_when_allocated", "idle_allocated_hours"),
             })
     return proposals
@@ -328,6 +336,11 @@ def _mig_proposals(figures, inventory, plan, thresholds) -> List[Dict[str, Any]]
             continue  # an unused slice (often a fill instance) says nothing about a need
         host, index = fig["host"], fig["gpu"]
         entry = (inventory.get(host) or {}).get(index, {})
+        if entry.get("use") != "mig" or entry.get("_count"):
+            # A MIG instance the planner made for a shared GPU (device_plugin), or a MIG layout
+            # shared by every GPU of a count entry: a smaller need is no change of this GPU's
+            # own entry, so nothing is proposed.
+            continue
         need_gib = max(1, int(math.ceil(used * thresholds.mig_headroom / 1024.0)))
         known, smaller = _smaller_profile(entry.get("model"), profile, need_gib * 1024)
         if known and smaller is None:
@@ -339,18 +352,16 @@ def _mig_proposals(figures, inventory, plan, thresholds) -> List[Dict[str, Any]]
         target = (f"the planner would pick {smaller.name} ({smaller.memory_mib / 1024:.1f} GiB) instead"
                   if smaller else "lets the planner pick a smaller profile")
         proposed = f"{need_gib}GiB"
-        names = _planned_instance(plan, host, index, profile)
         instances = (entry.get("mig") or {}).get("instances") or []
-        current = None
-        if len(names) == 1:
-            variable = f"gpushare_gpus[index={index}].mig.instances[name={names[0]}].memory"
-            current = next((i.get("memory") for i in instances if i.get("name") == names[0]), None)
-        else:
-            variable = f"gpushare_gpus[index={index}].mig"
-            proposed = {"replace": f"the instance on {profile} (GPU instance {fig.get('mig_instance_id')})",
-                        "memory": f"{need_gib}GiB"}
-            if names:
-                proposed["candidates"] = names
+        names = _planned_instance(plan, host, index, profile)
+        if not names and not plan and len(instances) == 1:
+            names = [instances[0].get("name")]  # one need: the slice is the one that serves it
+        if len(names) != 1 or not any(i.get("name") == names[0] for i in instances):
+            # Which need this slice serves is not known (several on one profile, explicit
+            # profiles, no plan): no proposal rather than one that names no key of the entry.
+            continue
+        variable = f"gpushare_gpus[index={index}].mig.instances[name={names[0]}].memory"
+        current = next((i.get("memory") for i in instances if i.get("name") == names[0]), None)
         current_mib = _memory_mib(current) if current is not None else None
         if current_mib is not None and current_mib <= need_gib * 1024:
             continue  # the need is already small; the planner chose the slice size for other reasons
@@ -368,6 +379,94 @@ def _mig_proposals(figures, inventory, plan, thresholds) -> List[Dict[str, Any]]
                              "busy_ratio_when_allocated"),
         })
     return proposals
+
+
+_PATH_STEP = re.compile(r"(?P<key>[a-z_]+)(?:\[(?P<field>[a-z]+)=(?P<value>[^\]]+)\])?")
+
+
+def apply_proposal(teams: Sequence[Mapping[str, Any]], nodes: Mapping[str, Sequence[Mapping[str, Any]]],
+                   proposal: Mapping[str, Any]) -> Tuple[List[Dict[str, Any]], Dict[str, List[Dict[str, Any]]]]:
+    """The inventory (``gpushare_teams``, host -> ``gpushare_gpus``) with one proposal applied.
+
+    Proposals name their change as a path (``gpushare_teams[name=T].borrow``,
+    ``gpushare_gpus[index=N].use``, ``...mig.instances[name=X].memory``, ``gpushare_gpus (append)``)
+    in the file ``where``; this applies exactly that, so each proposal can be planned again. A GPU
+    that is part of a ``count`` entry is first written as its own entry, the rest of the count
+    keeping its indexes. Proposals without a change (``variable`` None) leave the inventory as it is.
+    """
+    import copy
+
+    new_teams = copy.deepcopy([dict(t) for t in teams])
+    new_nodes = {host: copy.deepcopy([dict(e) for e in entries or []]) for host, entries in nodes.items()}
+    variable = proposal.get("variable")
+    if not variable:
+        return new_teams, new_nodes
+    changes = {variable: proposal.get("proposed")}
+    changes.update(proposal.get("also") or {})
+    for path, value in changes.items():
+        if path.startswith("gpushare_teams"):
+            _set_path(new_teams, path[len("gpushare_teams"):], value, path)
+            continue
+        match = re.fullmatch(r"host_vars/(?P<host>.+)\.yml", str(proposal.get("where") or ""))
+        if not match:
+            raise ValueError(f"proposal {proposal.get('kind')}: where {proposal.get('where')!r} names no host file")
+        host = match.group("host")
+        entries = new_nodes.setdefault(host, [])
+        if path == "gpushare_gpus (append)":
+            entries.append(copy.deepcopy(dict(value)))
+            continue
+        index_match = re.match(r"gpushare_gpus\[index=(\d+)\]", path)
+        if index_match:
+            _split_out(host, entries, int(index_match.group(1)))
+        _set_path(entries, path[len("gpushare_gpus"):], value, path)
+    return new_teams, new_nodes
+
+
+def _split_out(host: str, entries: List[Dict[str, Any]], index: int) -> None:
+    """Write GPU ``index`` as its own entry when a count entry holds it; every index stays where it was."""
+    expanded = inventory_lib.expand_entries(host, entries, [])
+    for index_, position, raw in expanded:
+        if index_ != index or "count" not in raw:
+            continue
+        start = min(i for i, p, _r in expanded if p == position)
+        base = {k: v for k, v in raw.items() if k != "count"}
+        replacement = []
+        if index > start:
+            replacement.append(dict(base, count=index - start))
+        replacement.append(dict(base, index=index))
+        if start + raw["count"] - 1 > index:
+            replacement.append(dict(base, count=start + raw["count"] - 1 - index))
+        entries[position:position + 1] = replacement
+        return
+
+
+def _set_path(items: Any, path: str, value: Any, whole: str) -> None:
+    steps = [step for step in path.split(".") if step]
+    # The first step selects an element of the list: "[name=T]" or "[index=N]".
+    first = re.fullmatch(r"\[(?P<field>[a-z]+)=(?P<value>[^\]]+)\]", steps[0]) if steps else None
+    if first is None:
+        raise ValueError(f"proposal variable {whole!r}: cannot be applied")
+    target = _select(items, first.group("field"), first.group("value"), whole)
+    for number, step in enumerate(steps[1:]):
+        match = _PATH_STEP.fullmatch(step)
+        if match is None:
+            raise ValueError(f"proposal variable {whole!r}: cannot be applied")
+        last = number == len(steps) - 2
+        if match.group("field"):
+            target = _select(target.get(match.group("key")) or [], match.group("field"), match.group("value"), whole)
+            if last:
+                raise ValueError(f"proposal variable {whole!r}: ends with a selector")
+        elif last:
+            target[match.group("key")] = value
+        else:
+            target = target.setdefault(match.group("key"), {})
+
+
+def _select(items: Any, field: str, value: str, whole: str) -> Dict[str, Any]:
+    for item in items:
+        if isinstance(item, dict) and str(item.get(field)) == value:
+            return item
+    raise ValueError(f"proposal variable {whole!r}: no entry with {field} {value}")
 
 
 def _compute_slices(profile: str) -> int:

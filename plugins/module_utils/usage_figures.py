@@ -43,11 +43,14 @@ SOURCES = {
     "gpu_busy": "DCGM profiling metrics (DCGM_FI_PROF_GR_ENGINE_ACTIVE)",
     "nominal_quota": "Kueue metrics (enableClusterQueueResources)",
     "borrowing_limit": "Kueue metrics (enableClusterQueueResources)",
+    "borrowed_by_resource": "recording rule gpushare:cluster_queue_gpus_borrowed (Kueue metrics)",
+    "gpu_data": "DCGM exporter on the node (no series with its hostname)",
+    "team_gpu_data": "DCGM exporter on the nodes of the team's GPUs",
     "wait_p95": "Kueue histogram kueue_admission_wait_time_seconds",
     "wait_mean": "Kueue histogram kueue_admission_wait_time_seconds",
     "admitted": "Kueue histogram kueue_admission_wait_time_seconds",
     "mig_memory_used": "DCGM_FI_DEV_FB_USED on MIG instances",
-    "mig_memory_total": "DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE on MIG instances",
+    "mig_memory_total": "DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE of one sample, on MIG instances",
 }
 
 # A GPU counts as idle while allocated below this engine-active ratio.
@@ -129,7 +132,14 @@ def instant_queries(window_seconds: int, gpu_resource_regex: str) -> Dict[str, s
     mig_by = "hostname, Hostname, gpu, UUID, GPU_I_PROFILE, GPU_I_ID"
     return {
         "nominal_quota": f"sum by (cluster_queue) (kueue_cluster_queue_nominal_quota{{{resource}}})",
-        "borrowing_limit": f"sum by (cluster_queue) (kueue_cluster_queue_borrowing_limit{{{resource}}})",
+        # Per flavor and resource, as Kueue enforces it: a limit is never summed across them.
+        "borrowing_limit": (
+            f"max by (cluster_queue, flavor, resource) (kueue_cluster_queue_borrowing_limit{{{resource}}})"
+        ),
+        "borrowed_by_resource": (
+            f"max by (cluster_queue, flavor, resource) "
+            f"(max_over_time(gpushare:cluster_queue_gpus_borrowed{{{resource}}}[{window}]))"
+        ),
         "wait_p95": (
             f"histogram_quantile(0.95, sum by (le, cluster_queue) (increase({wait}_bucket[{window}])))"
         ),
@@ -141,10 +151,11 @@ def instant_queries(window_seconds: int, gpu_resource_regex: str) -> Dict[str, s
         "mig_memory_used": (
             f'max by ({mig_by}) (max_over_time(DCGM_FI_DEV_FB_USED{{GPU_I_PROFILE!=""}}[{window}]))'
         ),
+        # Used + free of one series (one pod on one device) at its last sample, so a redeploy
+        # (a new pod, a new series) never adds one pod's used to another's free.
         "mig_memory_total": (
-            f'max by ({mig_by}) (last_over_time(DCGM_FI_DEV_FB_USED{{GPU_I_PROFILE!=""}}[{window}]))'
-            f' + on ({mig_by}) '
-            f'max by ({mig_by}) (last_over_time(DCGM_FI_DEV_FB_FREE{{GPU_I_PROFILE!=""}}[{window}]))'
+            f'max by ({mig_by}) (last_over_time(DCGM_FI_DEV_FB_USED{{GPU_I_PROFILE!=""}}[{window}])'
+            f' + last_over_time(DCGM_FI_DEV_FB_FREE{{GPU_I_PROFILE!=""}}[{window}]))'
         ),
     }
 
@@ -206,6 +217,19 @@ def _by_queue(results: Optional[List[Mapping[str, Any]]]) -> Optional[Dict[str, 
     return out
 
 
+def _by_queue_resource(results: Optional[List[Mapping[str, Any]]]) -> Optional[Dict[str, Dict[Tuple[str, str], float]]]:
+    """cluster_queue -> (flavor, resource) -> value of an instant vector."""
+    if results is None:
+        return None
+    out: Dict[str, Dict[Tuple[str, str], float]] = {}
+    for series in results:
+        labels = series.get("metric") or {}
+        value = _value((series.get("value") or [None, None])[1])
+        if labels.get("cluster_queue") and value is not None:
+            out.setdefault(labels["cluster_queue"], {})[(labels.get("flavor", ""), labels.get("resource", ""))] = value
+    return out
+
+
 def _gpu_key(labels: Mapping[str, str]) -> Tuple[str, str, str, str]:
     host = labels.get("hostname") or labels.get("Hostname") or ""
     return (host, labels.get("gpu", ""), labels.get("GPU_I_PROFILE", ""), labels.get("GPU_I_ID", ""))
@@ -242,6 +266,7 @@ def compute_figures(
     cluster_queues: Optional[Mapping[str, str]] = None,
     idle_below: float = DEFAULT_IDLE_BELOW,
     saturated_at: float = DEFAULT_SATURATED_AT,
+    inventory_gpus: Optional[Mapping[str, Sequence[Mapping[str, Any]]]] = None,
 ) -> Dict[str, Any]:
     """Figures per team, per GPU and for the cluster.
 
@@ -249,7 +274,10 @@ def compute_figures(
     (``None`` or ``[]`` when Prometheus has no such series); ``instant_results`` maps the
     keys of ``instant_queries`` to instant vectors. ``teams`` are the inventory's team
     names (teams seen only in the data are reported too); ``cluster_queues`` maps a team
-    to its ClusterQueue name when it is not the team name.
+    to its ClusterQueue name when it is not the team name. ``inventory_gpus`` maps each
+    inventory host to its GPUs (``index``, ``team``; ``node``, the Node name the exporter
+    reports as ``hostname``, default the host): a node or GPU with no series is listed in
+    ``missing``, and its figures and the exporter-based figures of its team are null.
     """
     if end - start < step:
         raise UsageDataError(
@@ -273,12 +301,21 @@ def compute_figures(
             data = None
         team_data[key] = data
     instant: Dict[str, Optional[Dict[str, float]]] = {}
-    for key in ("nominal_quota", "borrowing_limit", "wait_p95", "wait_mean", "admitted"):
+    for key in ("nominal_quota", "wait_p95", "wait_mean", "admitted"):
         data = _by_queue(instant_results.get(key))
         if not data:
             note_missing(key, key)
             data = None
         instant[key] = data
+    limits = _by_queue_resource(instant_results.get("borrowing_limit"))
+    if not limits:
+        note_missing("borrowing_limit", "borrowing_limit")
+        limits = None
+    # The rule records nothing for a queue that never borrowed: absent here is zero when
+    # Prometheus has the series for some queue.
+    borrowed = _by_queue_resource(instant_results.get("borrowed_by_resource"))
+    if borrowed is None or (not borrowed and limits):
+        borrowed = {} if borrowed is not None else None
 
     names = list(dict.fromkeys(list(teams)))
     for data in team_data.values():
@@ -286,15 +323,27 @@ def compute_figures(
             if team not in names:
                 names.append(team)
 
+    gpu_figures = _gpu_figures(range_results, instant_results, hours_per_sample, idle_below, note_missing)
+    silent_by_team = _gpus_without_data(gpu_figures, inventory_gpus, missing)
+
     team_figures: Dict[str, Dict[str, Any]] = {}
     for team in names:
+        queue = queues.get(team, team)
         team_figures[team] = _team_figures(
-            team, queues.get(team, team), team_data, instant, hours_per_sample, steps_in_window
+            team, queue, team_data, instant, hours_per_sample, steps_in_window
         )
-
-    gpu_figures = _gpu_figures(range_results, instant_results, hours_per_sample, idle_below, note_missing)
+        team_figures[team].update(_borrowing(limits, borrowed, queue))
+        if team in silent_by_team:
+            _null_exporter_figures(team_figures[team], silent_by_team[team])
+            missing.append({"figure": "team_gpu_data", "team": team, "gpus": silent_by_team[team],
+                            "series": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "source": SOURCES["team_gpu_data"]})
     cluster = _cluster_figures(team_data, instant, gpu_figures, team_figures, hours_per_sample,
                                window_hours, saturated_at, queues)
+    if any(not g.get("has_data", True) for g in gpu_figures):
+        # Exporter-based cluster totals would leave the silent GPUs out: unknown, not smaller.
+        for key in ("gpu_hours_allocated", "gpu_hours_busy", "allocated_share", "busy_share", "saturated_hours",
+                    "saturated_with_waiting_hours"):
+            cluster[key] = None
     return {
         "window": {
             "start": start, "end": end, "step_seconds": step,
@@ -340,7 +389,6 @@ def _team_figures(team, queue, team_data, instant, hours_per_sample, steps_in_wi
     if allocated_hours and busy_hours is not None:
         efficiency = busy_hours / allocated_hours
     pending = series("pending")
-    borrowing_limit = queue_value("borrowing_limit")
     return {
         "cluster_queue": queue,
         "has_data": has_data,
@@ -363,14 +411,89 @@ def _team_figures(team, queue, team_data, instant, hours_per_sample, steps_in_wi
         "wait_mean_seconds": _rounded(queue_value("wait_mean"), 1),
         "admitted_workloads": _rounded(queue_value("admitted"), 1),
         "nominal_quota": _rounded(queue_value("nominal_quota")),
-        # Kueue reports an unset borrowing limit as +Inf; JSON has no infinity.
-        "borrowing_limit": None if borrowing_limit is None or math.isinf(borrowing_limit) else _rounded(borrowing_limit),
-        "borrowing_unlimited": None if borrowing_limit is None else math.isinf(borrowing_limit),
         "series": {
             "allocated": _timeline(allocated),
             "busy": _timeline(series("busy")),
         },
     }
+
+
+# Team figures that come from the DCGM exporter's pod attribution: incomplete, hence null,
+# when a GPU of the team has no series.
+EXPORTER_TEAM_FIGURES = ("gpu_hours_allocated", "gpu_hours_busy", "efficiency", "allocated_peak", "allocated_p95",
+                         "idle_allocated_gpu_hours", "coverage")
+
+
+def _borrowing(limits, borrowed, queue) -> Dict[str, Any]:
+    """The borrowing limit per flavor and resource, as Kueue enforces it, and whether it was reached.
+
+    Kueue keeps one limit per flavor and resource of a ClusterQueue (Kueue v0.19.2,
+    apis/kueue/v1beta2 ResourceQuota.borrowingLimit) and reports an unset one as +Inf; a
+    team is held back when its borrowing reaches the limit of the resource it asks for.
+    """
+    if limits is None:
+        return {"borrowing_limits": None, "borrowing_limit": None, "borrowing_unlimited": None,
+                "borrowing_limit_reached": None}
+    rows = []
+    for (flavor, resource), limit in sorted((limits.get(queue) or {}).items()):
+        peak = None if borrowed is None else (borrowed.get(queue) or {}).get((flavor, resource), 0.0)
+        finite = not math.isinf(limit)
+        rows.append({"flavor": flavor, "resource": resource,
+                     "limit": _rounded(limit) if finite else None, "unlimited": not finite,
+                     "borrowed_peak": _rounded(peak),
+                     "reached": None if peak is None else bool(finite and peak >= limit)})
+    if not rows:
+        return {"borrowing_limits": [], "borrowing_limit": None, "borrowing_unlimited": None,
+                "borrowing_limit_reached": None}
+    reached = [row for row in rows if row["reached"]]
+    finite = [row for row in rows if not row["unlimited"]]
+    # The limit shown for the team: the one it ran into, else the tightest one.
+    shown = min(reached or finite, key=lambda row: row["limit"]) if (reached or finite) else None
+    return {
+        "borrowing_limits": rows,
+        "borrowing_limit": shown["limit"] if shown else None,
+        "borrowing_unlimited": not finite,
+        "borrowing_limit_reached": None if any(row["reached"] is None for row in rows) else bool(reached),
+    }
+
+
+def _gpus_without_data(gpu_figures: List[Dict[str, Any]], inventory_gpus, missing: List[Dict[str, Any]]
+                       ) -> Dict[str, List[str]]:
+    """Inventory GPUs with no exporter series: added to ``gpu_figures`` with null figures and listed
+    in ``missing``, per node and per GPU. Returns team -> "host GPU n" of its silent GPUs."""
+    silent: Dict[str, List[str]] = {}
+    if not inventory_gpus:
+        return silent
+    seen = {(g["host"], g["gpu"]) for g in gpu_figures}
+    seen_hosts = {g["host"] for g in gpu_figures}
+    for host in sorted(inventory_gpus):
+        gpus = list(inventory_gpus[host] or [])
+        node = next((str(g["node"]) for g in gpus if g.get("node")), str(host))
+        absent = [g for g in gpus if (node, g.get("index")) not in seen]
+        if not absent:
+            continue
+        if node not in seen_hosts:
+            missing.append({"figure": "gpu_data", "host": host, "node": node, "gpus": [g.get("index") for g in gpus],
+                            "series": "DCGM_FI_PROF_GR_ENGINE_ACTIVE{hostname=%s}" % node, "source": SOURCES["gpu_data"]})
+        for gpu in absent:
+            if node in seen_hosts:
+                missing.append({"figure": "gpu_data", "host": host, "node": node, "gpus": [gpu.get("index")],
+                                "series": "DCGM_FI_PROF_GR_ENGINE_ACTIVE{hostname=%s,gpu=%s}" % (node, gpu.get("index")),
+                                "source": SOURCES["gpu_data"]})
+            gpu_figures.append({
+                "host": node, "gpu": gpu.get("index"), "uuid": None, "mig_profile": None, "mig_instance_id": None,
+                "has_data": False, "allocated_hours": None, "busy_gpu_hours": None, "idle_allocated_hours": None,
+                "busy_ratio_when_allocated": None, "memory_used_peak_mib": None, "memory_total_mib": None,
+            })
+            if gpu.get("team"):
+                silent.setdefault(str(gpu["team"]), []).append("%s GPU %s" % (host, gpu.get("index")))
+    return silent
+
+
+def _null_exporter_figures(team_figure: Dict[str, Any], gpus: List[str]) -> None:
+    for key in EXPORTER_TEAM_FIGURES:
+        team_figure[key] = None
+    team_figure["gpus_without_data"] = gpus
 
 
 def _timeline(data: Optional[Dict[int, float]]) -> Optional[List[List[float]]]:
@@ -417,6 +540,7 @@ def _gpu_figures(range_results, instant_results, hours_per_sample, idle_below, n
             "busy_gpu_hours": _rounded(busy_hours),
             "idle_allocated_hours": _rounded(idle_hours),
             "busy_ratio_when_allocated": _rounded(busy_when_allocated, 3),
+            "has_data": True,
             "memory_used_peak_mib": _rounded(used.get(key), 0) if key[2] else None,
             "memory_total_mib": _rounded(total.get(key), 0) if key[2] else None,
         })

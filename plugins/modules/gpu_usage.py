@@ -79,6 +79,10 @@ options:
   nodes:
     description:
       - Inventory GPUs per host (host name to its C(gpushare_gpus) list), used for the proposals.
+      - A host or GPU listed here with no exporter series is reported in RV(figures.missing)
+        (at the level of the node and of the GPU) and its figures, and the exporter-based
+        figures of its team and of the cluster, are V(null), never zero. The exporter names
+        a node by its Node name (C(node_name) in O(plan), else the short host name in lower case).
     type: dict
     default: {}
   plan:
@@ -158,14 +162,21 @@ figures:
           C(allocated_p95), C(idle_allocated_gpu_hours), C(borrowing_hours), C(borrowed_gpu_hours),
           C(borrowed_peak), C(lending_hours), C(lent_gpu_hours), C(pending_hours), C(pending_peak),
           C(wait_p95_seconds), C(wait_mean_seconds), C(admitted_workloads), C(nominal_quota),
-          C(borrowing_limit), C(coverage), C(has_data) and C(series) (allocated and busy over time).
+          C(borrowing_limit), C(borrowing_unlimited), C(borrowing_limit_reached), C(coverage),
+          C(has_data) and C(series) (allocated and busy over time).
+        - C(borrowing_limits) lists the limit per flavor and resource (C(flavor), C(resource), C(limit),
+          C(unlimited), C(borrowed_peak), C(reached)), as Kueue enforces it; C(borrowing_limit) is the
+          limit the team reached, else the tightest one. A limit is never summed over resources.
+        - C(gpus_without_data) lists the team's GPUs with no exporter series (then the exporter-based
+          figures are null).
       type: dict
       returned: success
     gpus:
       description:
         - Per GPU or MIG instance C(host), C(gpu), C(uuid), C(mig_profile), C(allocated_hours),
           C(busy_gpu_hours), C(idle_allocated_hours), C(busy_ratio_when_allocated),
-          C(memory_used_peak_mib), C(memory_total_mib).
+          C(memory_used_peak_mib), C(memory_total_mib) (used plus free of one sample of one pod),
+          C(has_data) (false for an inventory GPU with no series; its figures are null).
       type: list
       elements: dict
       returned: success
@@ -174,7 +185,10 @@ figures:
       type: dict
       returned: success
     missing:
-      description: Series Prometheus did not have, with the figure they feed and where they come from.
+      description:
+        - Series Prometheus did not have, with the figure they feed and where they come from.
+        - Entries with C(figure=gpu_data) name a C(host) (and C(node)) and its C(gpus) without
+          series; C(figure=team_gpu_data) a C(team) and its C(gpus) without series.
       type: list
       elements: dict
       returned: success
@@ -206,12 +220,14 @@ from datetime import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.prometheus_client import (
     PrometheusClient,
     PrometheusError,
 )
 from ansible_collections.gpushare.cluster.plugins.module_utils.usage_advice import (
     AdviceThresholds,
+    expand_gpus,
     propose,
     summary_lines,
 )
@@ -247,6 +263,16 @@ def team_names(teams):
             raise UsageDataError(f"teams[{number}]: needs a name, got {team!r}")
         names.append(name)
     return names
+
+
+def inventory_gpus(nodes, plan):
+    """Host -> [{index, team, node}] of the inventory, with the planner's count rule and Node names."""
+    out = {}
+    for host, entries in (nodes or {}).items():
+        node = ((plan or {}).get("nodes") or {}).get(host, {}).get("node_name") or names.node_name(host)
+        out[host] = [{"index": index, "team": entry.get("team"), "node": node}
+                     for index, entry in sorted(expand_gpus(host, entries or []).items())]
+    return out
 
 
 def collect(client, window_seconds, step, end, gpu_resource_regex):
@@ -305,8 +331,9 @@ def main():
         range_results, instant_results, start, end = collect(
             client, window_seconds, step, end, params["gpu_resource_regex"])
         figures = compute_figures(range_results, instant_results, start, end, step, teams=teams,
-                                  cluster_queues=params["cluster_queues"])
-    except (PrometheusError, UsageDataError) as exc:
+                                  cluster_queues=params["cluster_queues"],
+                                  inventory_gpus=inventory_gpus(params["nodes"], params["plan"]))
+    except (PrometheusError, ValueError) as exc:
         module.fail_json(msg=str(exc))
 
     without_data = [t for t in teams if t in figures["teams_without_data"]]

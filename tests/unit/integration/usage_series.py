@@ -341,12 +341,13 @@ def _evaluate_layer(url: str, layer: Path, start: int, end: int, step: int) -> S
 
 def build_tsdb(work_dir: Path, start: int, end: int, rules_file: Path, teams_scale: int = 1,
                promtool: str = "promtool", prometheus: str = "/usr/bin/prometheus",
-               use_promtool_rules: bool = False) -> Dict[str, float]:
+               use_promtool_rules: bool = False, series: Optional[Series] = None) -> Dict[str, float]:
     """Raw series via openmetrics, then the recorded series layer by layer.
 
     By default each layer's rules are evaluated with range queries and written as one
     block; ``use_promtool_rules`` runs ``promtool tsdb create-blocks-from rules`` instead
     (same samples, but one block per rule and two hours: much slower to write and load).
+    ``series``: raw series to store instead of the worked day's.
     Returns timings in seconds. Every Prometheus started here is stopped here.
     """
     timings: Dict[str, float] = {}
@@ -354,7 +355,7 @@ def build_tsdb(work_dir: Path, start: int, end: int, rules_file: Path, teams_sca
     data_dir.mkdir(parents=True, exist_ok=True)
     began = time.monotonic()
     text = work_dir / "series.om"
-    samples = generate(start, end, teams_scale).write(text)
+    samples = (series if series is not None else generate(start, end, teams_scale)).write(text)
     timings["generate"] = time.monotonic() - began
     timings["samples"] = samples
     began = time.monotonic()

@@ -9,6 +9,7 @@ import pytest
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.usage_advice import (
     AdviceThresholds,
+    apply_proposal,
     expand_gpus,
     propose,
     summary_lines,
@@ -109,15 +110,36 @@ def test_waiting_team_never_takes_from_a_higher_priority_team():
     assert "60 h of 336 h" in proposal["reason"] and "whole GPUs (H100-80GB)" in proposal["reason"]
 
 
+def _limits(*rows):
+    return [{"flavor": flavor, "resource": resource, "limit": limit, "unlimited": limit is None,
+             "borrowed_peak": peak, "reached": limit is not None and peak >= limit} for flavor, resource, limit, peak in rows]
+
+
 def test_borrowing_limit_reached_raises_the_limit():
     data = figures()
     data["teams"]["training"] = team(pending_hours=40.0, wait_p95_seconds=3600.0, allocated_peak=3.0,
-                                     borrowed_peak=2.0, borrowing_limit=2.0, nominal_quota=1.0)
+                                     borrowed_peak=2.0, borrowing_limit=2.0, nominal_quota=1.0,
+                                     borrowing_limits=_limits(("h100-80gb-whole", "gpushare.io/h100-80gb", 2.0, 2.0)))
     data["teams"]["data"] = team(lending_hours=100.0)
-    [proposal] = propose(data, TEAMS, NODES)
+    teams = [dict(t, borrow=2) if t["name"] == "training" else t for t in TEAMS]
+    [proposal] = propose(data, teams, NODES)
     assert proposal["kind"] == "raise_borrowing_limit"
     assert proposal["variable"] == "gpushare_teams[name=training].borrow"
-    assert (proposal["current"], proposal["proposed"]) == (2.0, 4)
+    assert (proposal["current"], proposal["proposed"]) == (2, 4)
+
+
+def test_a_borrowing_limit_is_per_resource_never_a_sum():
+    """borrow: {whole: 1} reached on the whole GPUs, not on MIG: raise that one, keep the mapping."""
+    data = figures()
+    data["teams"]["training"] = team(pending_hours=40.0, wait_p95_seconds=3600.0, allocated_peak=2.0,
+                                     nominal_quota=1.0, borrowing_limits=_limits(
+                                         ("h100-80gb-whole", "gpushare.io/h100-80gb", 1.0, 1.0),
+                                         ("h100-80gb-mig", "gpushare.io/h100-80gb-mig-3g.40gb", 5.0, 0.0)))
+    teams = [dict(t, borrow={"gpushare.io/h100-80gb": 1, "gpushare.io/h100-80gb-mig-3g.40gb": 5})
+             if t["name"] == "training" else t for t in TEAMS]
+    [proposal] = propose(data, teams, NODES)
+    assert proposal["kind"] == "raise_borrowing_limit"
+    assert proposal["proposed"] == {"gpushare.io/h100-80gb": 2, "gpushare.io/h100-80gb-mig-3g.40gb": 5}
 
 
 def test_short_waits_are_not_a_quota_problem():
@@ -156,12 +178,23 @@ def test_mig_instance_that_never_fills_its_memory_shrinks_named_through_the_plan
     assert "the planner would pick 1g.10gb (9.8 GiB) instead" in proposal["reason"]
 
 
-def test_mig_instance_without_plan_names_the_slice():
+def test_mig_instance_without_plan_and_several_needs_gets_no_proposal():
+    """Which need the slice serves is unknown: a proposal would name no key of the entry."""
     data = figures()
     data["gpus"][1] = device(1, 0.3, profile="3g.40gb", used=6000, total=40192, instance=1)
-    [proposal] = propose(data, TEAMS, NODES)
-    assert proposal["variable"] == "gpushare_gpus[index=1].mig"
-    assert proposal["proposed"] == {"replace": "the instance on 3g.40gb (GPU instance 1)", "memory": "8GiB"}
+    assert propose(data, TEAMS, NODES) == []
+    one_need = {"gpu1": [dict(NODES["gpu1"][1], mig={"instances": [{"name": "chat", "memory": "40GiB"}]})]}
+    [proposal] = propose(data, TEAMS, one_need)
+    assert proposal["variable"] == "gpushare_gpus[index=1].mig.instances[name=chat].memory"
+    assert (proposal["current"], proposal["proposed"]) == ("40GiB", "8GiB")
+
+
+def test_a_shared_gpu_on_a_full_size_mig_instance_gets_no_mig_proposal():
+    """device_plugin carries a shared GPU on a full-size MIG instance; its entry has no mig key."""
+    nodes = {"gpu1": [{"index": 0, "model": "H100-80GB", "team": "production", "use": "whole"},
+                      {"index": 1, "model": "H100-80GB", "team": "data", "use": "shared", "replicas": 4}]}
+    data = figures(gpus=[device(0, 0.6), device(1, 0.3, profile="7g.80gb", used=3000, total=81408, instance=0)])
+    assert [p for p in propose(data, TEAMS, nodes) if p["kind"] == "mig_smaller_profile"] == []
 
 
 def test_smallest_slices_and_unused_slices_are_left_alone():
@@ -195,10 +228,12 @@ def test_thresholds_are_used():
     assert kinds(propose(data, TEAMS, NODES, thresholds=AdviceThresholds(shared_below=0.2))) == ["whole_to_shared"]
 
 
-def test_count_shorthand_is_expanded():
+def test_count_shorthand_is_expanded_as_the_planner_does():
     gpus = expand_gpus("h", [{"index": 0, "team": "a"}, {"count": 3, "team": "b"}])
     assert sorted(gpus) == [0, 1, 2, 3] and gpus[3]["team"] == "b"
-    with pytest.raises(ValueError, match=r"host h: gpushare_gpus\[0\]: needs index or count"):
+    gpus = expand_gpus("h", [{"index": 2, "team": "a"}, {"count": 2, "team": "b"}])
+    assert sorted(gpus) == [2, 3, 4]
+    with pytest.raises(ValueError, match=r"host h, gpushare_gpus\[0\], field index: must be a non-negative integer"):
         expand_gpus("h", [{"team": "a"}])
 
 
@@ -221,14 +256,46 @@ def test_mig_on_a_model_whose_smallest_profile_is_already_used_gets_nothing():
     assert propose(data, TEAMS, nodes) == []
     # 2g.48gb holding 6 GiB on the same model shrinks to 1g.24gb.
     data = figures(gpus=[device(1, 0.2, profile="2g.48gb", used=6144, total=48512, instance=1)])
+    nodes["gpu1"][0]["mig"]["instances"][0]["memory"] = "40GiB"
     [proposal] = propose(data, TEAMS, nodes)
-    assert "1g.24gb" in proposal["reason"] and proposal["proposed"]["memory"] == "8GiB"
+    assert "1g.24gb" in proposal["reason"] and proposal["proposed"] == "8GiB"
+    assert proposal["variable"] == "gpushare_gpus[index=1].mig.instances[name=embeddings].memory"
 
 
 def test_mig_on_an_unknown_model_uses_the_compute_slices():
-    nodes = {"gpu1": [{"index": 1, "model": "FUTURE-GPU", "team": "production", "use": "mig"}]}
+    nodes = {"gpu1": [{"index": 1, "model": "FUTURE-GPU", "team": "production", "use": "mig",
+                       "mig": {"instances": [{"name": "big", "memory": "80GiB"}]}}]}
     small = figures(gpus=[device(1, 0.2, profile="1g.30gb", used=2000, total=30000, instance=3)])
     assert propose(small, TEAMS, nodes) == []
     large = figures(gpus=[device(1, 0.2, profile="3g.90gb", used=2000, total=90000, instance=3)])
     [proposal] = propose(large, TEAMS, nodes)
     assert "lets the planner pick a smaller profile" in proposal["reason"]
+
+
+def test_apply_proposal_splits_a_count_entry_and_keeps_every_index():
+    nodes = {"gpu1": [{"index": 0, "model": "L4", "team": "data", "use": "whole"},
+                      {"count": 4, "model": "L4", "team": "training", "use": "whole"}]}
+    proposal = {"kind": "whole_to_shared", "where": "host_vars/gpu1.yml", "variable": "gpushare_gpus[index=2].use",
+                "proposed": "shared", "also": {"gpushare_gpus[index=2].replicas": 4}}
+    teams, changed = apply_proposal(TEAMS, nodes, proposal)
+    assert teams == TEAMS and nodes["gpu1"][1]["count"] == 4  # the input is not modified
+    assert changed["gpu1"] == [
+        {"index": 0, "model": "L4", "team": "data", "use": "whole"},
+        {"model": "L4", "team": "training", "use": "whole", "count": 1},
+        {"model": "L4", "team": "training", "use": "shared", "index": 2, "replicas": 4},
+        {"model": "L4", "team": "training", "use": "whole", "count": 2},
+    ]
+    assert sorted(expand_gpus("gpu1", changed["gpu1"])) == [0, 1, 2, 3, 4]
+
+
+def test_apply_proposal_sets_team_and_mig_need_paths():
+    teams, nodes = apply_proposal(TEAMS, NODES, {"kind": "raise_borrowing_limit", "where": "group_vars/all",
+                                                 "variable": "gpushare_teams[name=training].borrow", "proposed": 3})
+    assert next(t for t in teams if t["name"] == "training")["borrow"] == 3
+    teams, nodes = apply_proposal(TEAMS, NODES, {
+        "kind": "mig_smaller_profile", "where": "host_vars/gpu1.yml", "proposed": "8GiB",
+        "variable": "gpushare_gpus[index=1].mig.instances[name=chat].memory"})
+    assert nodes["gpu1"][1]["mig"]["instances"][1] == {"name": "chat", "memory": "8GiB"}
+    with pytest.raises(ValueError, match=r"no entry with name nope"):
+        apply_proposal(TEAMS, NODES, {"kind": "x", "where": "host_vars/gpu1.yml", "proposed": "1GiB",
+                                      "variable": "gpushare_gpus[index=1].mig.instances[name=nope].memory"})
