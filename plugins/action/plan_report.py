@@ -17,7 +17,7 @@ import os
 import shutil
 import tempfile
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files, example_workloads, plan_report, yaml_text
@@ -110,7 +110,18 @@ class ActionModule(ActionBase):
         per_host = {}
         for host in hosts:
             host_vars = hostvars[host]
-            per_host[host] = {name: _plain(host_vars[name]) for name in HOST_VARIABLES if name in host_vars}
+            values = per_host[host] = {}
+            for name in HOST_VARIABLES:
+                if name not in host_vars:
+                    continue
+                try:
+                    values[name] = _plain(host_vars[name])
+                except AnsibleError as error:
+                    # A node name made from facts is not known before the host is reached: the
+                    # plan then uses the name the roles default to.
+                    if name != "kubernetes_common_node_name":
+                        errors.append("host %s, field %s: cannot be evaluated on the controller: %s"
+                                      % (host, name, error.message if hasattr(error, "message") else error))
         controller = {name: _plain(self._templar.template(task_vars[name]))
                       for name in CONTROLLER_VARIABLES if name in task_vars}
         try:
