@@ -186,7 +186,7 @@ def relabel_steps(plan: Mapping[str, Any], current: Mapping[str, Mapping[str, st
     node is uncordoned) and whether the node needs a drain at all (only label changes that
     repartition or re-advertise GPUs disrupt pods).
     """
-    wanted = node_labels(plan)
+    wanted = {plan["nodes"][host].get("node_name", host): labels for host, labels in node_labels(plan).items()}
     missing = sorted(host for host in wanted if host not in current)
     if missing:
         raise PlanError(f"nodes {', '.join(missing)}: in the plan but not in the cluster (field: gpushare_plan.nodes)")

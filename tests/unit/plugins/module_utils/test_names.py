@@ -118,3 +118,9 @@ def test_every_generated_object_has_a_valid_unique_name(hosts, backend):
             {"index": 1, "model": "H100-80GB", "team": "data", "use": "shared", "replicas": 3}]
     plan = _plan({host: gpus for host in hosts}, backend)
     _assert_valid_and_unique(_objects(plan))
+
+
+def test_relabel_steps_compare_the_nodes_by_their_node_names():
+    plan = _plan({"GPU1.example.com": [{"index": 0, "model": "L40S", "team": "data", "use": "whole"}]})
+    [step] = helm_values.relabel_steps(plan, {"gpu1": {}})
+    assert step["node"] == "gpu1"
