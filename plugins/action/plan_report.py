@@ -134,7 +134,7 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC,
-                                                      required_if=[("write", True, ["dest"])])
+                                                       required_if=[("write", True, ["dest"])])
         del validation
         if yaml is None:
             raise AnsibleActionFail("PyYAML is needed on the controller to write the example workloads")

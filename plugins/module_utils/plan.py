@@ -98,7 +98,7 @@ def _object_name_errors(objects: Sequence[Mapping[str, Any]]) -> List[str]:
         kind = obj.get("kind")
         metadata = obj.get("metadata") or {}
         name, namespace = metadata.get("name"), metadata.get("namespace")
-        key = (str(obj.get("apiVersion", "")).split("/")[0], kind, namespace, name)
+        key = (str(obj.get("apiVersion", "")).split("/", maxsplit=1)[0], kind, namespace, name)
         check = names.is_dns_label if kind in ("Namespace", "Service") else names.is_dns_subdomain
         where = "%s %s%s" % (kind, "%s/" % namespace if namespace else "", name)
         if not check(name):
@@ -305,7 +305,7 @@ def plan_inventory(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[st
     found += _mirror_errors(controller, hosts)
     if not gpu_hosts:
         found.append("gpushare_gpus: no host of the inventory sets it; list the GPUs of each GPU host in its "
-                      "host_vars (docs/inventory.md)")
+                     "host_vars (docs/inventory.md)")
     nodes = {host: hosts[host]["gpushare_gpus"] for host in gpu_hosts}
     facts = {host: values["gpushare_gpu_facts"] for host, values in hosts.items()
              if values.get("gpushare_gpu_facts") and host in nodes}

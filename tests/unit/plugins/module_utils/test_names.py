@@ -107,10 +107,13 @@ def test_node_label_manifests_name_the_node_in_lower_case():
     assert [obj["metadata"]["name"] for obj in helm_values.node_objects(plan)] == ["gpu1"]
 
 
+def _valid_node_names(hosts):
+    return all(names.is_dns_subdomain(names.node_name(host)) for host in hosts)
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.text(alphabet="abcXYZ_.-é0123456789", min_size=1, max_size=80), min_size=1, max_size=4,
-                unique_by=names.node_name).filter(lambda hosts: all(names.is_dns_subdomain(names.node_name(h))
-                                                                   for h in hosts)),
+                unique_by=names.node_name).filter(_valid_node_names),
        st.sampled_from(["dra", "device_plugin"]))
 def test_every_generated_object_has_a_valid_unique_name(hosts, backend):
     gpus = [{"index": 0, "model": "H100-80GB", "team": "production", "use": "mig",

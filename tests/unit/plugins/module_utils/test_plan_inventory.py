@@ -90,8 +90,8 @@ def test_node_names_are_those_kubernetes_registers(tmp_path):
     case = {"files": {"hosts.yml": {"all": {"children": {
         "control_plane": {"hosts": {"GPU1.Example.COM": {"ansible_host": "192.0.2.10"}}},
         "workers": {"hosts": {"GPU1.Example.COM": None, "node2": {"kubernetes_common_node_name": "rack2-node2"}}}}}},
-        "host_vars/GPU1.Example.COM.yml": {"gpushare_gpus": [{"index": 0, "model": "L40S", "team": "production",
-                                                               "use": "whole"}]},
+        "host_vars/GPU1.Example.COM.yml": {"gpushare_gpus": [
+            {"index": 0, "model": "L40S", "team": "production", "use": "whole"}]},
         "host_vars/node2.yml": {"gpushare_gpus": [{"index": 0, "model": "L40S", "team": "data", "use": "whole"}]}}}
     controller, hosts, groups = inputs([case], tmp_path)
     plan = plan_inventory(controller, hosts, groups)
