@@ -52,11 +52,8 @@ def both(tmp_path_factory):
         "hosts": "localhost",
         "gather_facts": False,
         "vars": {"gpushare_render_dir": str(tmp / "roles"), "gpushare_render_only": True},
-        "pre_tasks": [{"name": "Plan", "gpushare.cluster.plan_report": {
-            "teams": "{{ gpushare_teams }}", "backend": "{{ gpushare_gpu_backend }}",
-            "distribution": "{{ gpushare_kubernetes_distribution }}",
-            "kubernetes_version": "{{ gpushare_kubernetes_version | string }}",
-            "dest": str(tmp / "unused"), "write": False}}],
+        # plan_report reads the teams and settings from the inventory itself.
+        "pre_tasks": [{"name": "Plan", "gpushare.cluster.plan_report": {"write": False}}],
         "roles": ["gpushare.cluster.%s" % role for role in ROLES],
     }], sort_keys=False), encoding="utf-8")
     rendered = runner.ansible_playbook("-i", str(EXAMPLE), str(playbook), "-e", "@%s" % overrides)
@@ -103,8 +100,7 @@ def test_render_addon_reports_a_diff_then_nothing(tmp_path):
         "hosts": "localhost",
         "gather_facts": False,
         "tasks": [
-            {"name": "Plan", "gpushare.cluster.plan_report": {
-                "teams": "{{ gpushare_teams }}", "dest": str(tmp_path / "plan"), "write": False}},
+            {"name": "Plan", "gpushare.cluster.plan_report": {"write": False}},
             {"name": "Write", "gpushare.cluster.render_addon": {
                 "addon": "kueue", "plan": "{{ gpushare_plan }}", "dest": str(tmp_path / "out")},
              "register": "written"},
