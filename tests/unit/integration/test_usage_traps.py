@@ -113,3 +113,9 @@ def test_nodes_and_gpus_without_data_are_null_and_listed(usage):
     assert figures["cluster"]["gpu_hours_allocated"] is None and figures["cluster"]["busy_share"] is None
     # Teams whose GPUs all reported keep their figures.
     assert figures["teams"]["production"]["gpu_hours_allocated"] > 0
+
+
+def test_the_html_report_shows_the_missing_nodes(usage):
+    from ansible_collections.gpushare.cluster.plugins.module_utils.usage_report_html import render_page
+    html = render_page(usage["figures"], usage["proposals"])
+    assert "gpu_data" in html and "gpu2" in html
