@@ -27,11 +27,18 @@ export GPUSHARE_REFERENCE_DIR ?= $(abspath $(CURDIR)/../shared/reference)
 export ANSIBLE_NOCOLOR := 1
 export PY_COLORS := 0
 
+# The rehearsal's control-plane binaries are built from roles/rehearsal/files/go into a cache
+# outside the repository, keyed by every version (a second build builds nothing).
+REHEARSAL_GO_DIR := $(CURDIR)/roles/rehearsal/files/go
+REHEARSAL_CACHE ?= $(HOME)/.cache/gpushare/rehearsal
+export GPUSHARE_REHEARSAL_CACHE := $(REHEARSAL_CACHE)
+REHEARSAL_CLI := $(BIN)/python -m ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal_cluster
+
 # Molecule scenarios: every molecule/<name>/molecule.yml except the shared base and the
 # delegated `cluster` scenario, which needs real machines (docs/testing.md).
 MOLECULE_SCENARIOS ?= $(filter-out _shared cluster,$(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: help deps venv collection-link build demo lint sanity unit images molecule test clean
+.PHONY: help deps venv collection-link build demo lint sanity unit images molecule test clean rehearsal-binaries rehearsal-test
 
 help: ## Show the targets
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -89,10 +96,16 @@ molecule: venv collection-link images ## Run every Molecule scenario
 	  echo "== molecule $$scenario: $$(( $$(date +%s) - start )) s"; \
 	done
 
+rehearsal-binaries: venv collection-link ## Build etcd, kube-*, kubectl, Kueue and kwok for the rehearsal (cached by version)
+	PYTHONPATH=$(COLLECTIONS) $(REHEARSAL_CLI) build $(REHEARSAL_GO_DIR) $(REHEARSAL_CACHE)
+
+rehearsal-test: rehearsal-binaries ## Start the rehearsal control plane and test it (tests/integration/rehearsal)
+	$(BIN)/python -m pytest tests/integration/rehearsal -q -rs -p no:cacheprovider
+
 install-check: build ## Install the built tarball and list its plugins with ansible-doc
 	bash tools/install-check.sh $(BUILD)/gpushare-cluster-$(VERSION).tar.gz
 
-test: deps venv lint sanity unit install-check molecule ## Everything CI runs
+test: deps venv lint sanity unit rehearsal-test install-check molecule ## Everything CI runs
 
 clean: ## Remove build output (keeps .venv)
 	rm -rf $(BUILD)
