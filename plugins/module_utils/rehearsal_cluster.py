@@ -42,6 +42,7 @@ import ipaddress
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -271,15 +272,54 @@ def missing_binaries(bin_dir: str) -> List[str]:
     return [name for name in names if not os.access(os.path.join(bin_dir, name), os.X_OK)]
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _build_component(go: str, go_dir: str, component: str, version: str, bin_dir: str, share_dir: str, key_dir: str,
+                     log=None) -> Optional[Tuple[float, float]]:
+    """Build one component's binaries unless they (and its share files) are there.
+
+    Returns None when nothing was built, else (wall seconds, CPU seconds of the Go commands).
+    """
+    spec = COMPONENTS[component]
+    names = spec["binaries"]
+    share_ok = all(os.path.exists(os.path.join(share_dir, component, t)) for t in SHARE_FILES.get(component, {}))
+    if all(os.access(os.path.join(bin_dir, n), os.X_OK) for n in names) and share_ok:
+        return None
+    started, cpu_before = time.monotonic(), _children_cpu()
+    component_dir = os.path.join(go_dir, component)
+    tmp_out = os.path.join(key_dir, f".out-{component}")
+    shutil.rmtree(tmp_out, ignore_errors=True)
+    os.makedirs(tmp_out)
+    for name, package in names.items():
+        cmd = [go, "build", "-mod=readonly", "-trimpath", "-ldflags", ldflags(component, version),
+               "-o", os.path.join(tmp_out, name), package]
+        if log:
+            log(f"rehearsal: building {name} {version} ({package})")
+        result = subprocess.run(cmd, cwd=component_dir, capture_output=True, text=True,
+                                env=dict(os.environ, GOFLAGS="-buildvcs=false"))
+        if result.returncode != 0:
+            raise RehearsalError(f"{component}: `go build ... {package}` failed in {component_dir}:\n"
+                                 f"{result.stderr.strip()[-4000:]}")
+    _copy_share(component, _module_dir(go, component_dir, str(spec["module"]), {}), share_dir)
+    for name in names:
+        os.replace(os.path.join(tmp_out, name), os.path.join(bin_dir, name))
+    shutil.rmtree(tmp_out, ignore_errors=True)
+    return round(time.monotonic() - started, 1), round(_children_cpu() - cpu_before, 1)
+
+
 def build(go_dir: str, cache_root: str = DEFAULT_CACHE_ROOT, versions: Optional[Mapping[str, object]] = None,
           go: str = "go", components: Optional[Sequence[str]] = None, log=None) -> Dict[str, Any]:
     """Build every missing binary into ``<cache_root>/<key>/bin``; nothing when all are there.
 
     The Go module directory of each component (``go_dir/<component>``, with go.mod and go.sum)
-    is built with ``-trimpath``, ``-mod=readonly`` and the version ldflags. A lock file in the
-    key directory keeps two concurrent builds of the same key apart. Returns ``bin_dir``,
+    is built with ``-trimpath``, ``-mod=readonly`` and the version ldflags. A lock file per
+    component in the key directory keeps two concurrent builds of one binary apart. Returns ``bin_dir``,
     ``share_dir``, ``key``, ``built`` (components built now), ``seconds`` ({component: wall
-    seconds of this build}) and ``cold_seconds`` (as recorded when each was built first).
+    seconds of this build}), ``cold_seconds`` and ``cold_cpu_seconds`` (wall and CPU seconds
+    of the Go build, recorded when each was built first into this key).
     """
     go_dir = os.path.abspath(os.path.expanduser(go_dir))
     checked = check_versions(go_dir, versions or {})
@@ -292,44 +332,33 @@ def build(go_dir: str, cache_root: str = DEFAULT_CACHE_ROOT, versions: Optional[
     record_path = os.path.join(key_dir, "build.json")
     built: List[str] = []
     seconds: Dict[str, float] = {}
-    wanted = list(components or COMPONENTS)
+    cpu: Dict[str, float] = {}
+    for component in list(components or COMPONENTS):
+        # One lock per component: two builds of the same key never build the same binary
+        # at once, and different components may build side by side.
+        with open(os.path.join(key_dir, f"build-{component}.lock"), "w", encoding="utf-8") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            took = _build_component(go, go_dir, component, checked[component], bin_dir, share_dir, key_dir, log)
+            if took:
+                built.append(component)
+                seconds[component], cpu[component] = took
+                if log:
+                    log(f"rehearsal: built {component} {checked[component]} in {seconds[component]} s "
+                        f"({cpu[component]} s of CPU)")
     with open(os.path.join(key_dir, "build.lock"), "w", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        record = _read_json(record_path) or {"key": key, "versions": checked, "go": env.get("GOVERSION"), "cold_seconds": {}}
-        for component in wanted:
-            spec = COMPONENTS[component]
-            names = spec["binaries"]
-            share_ok = all(os.path.exists(os.path.join(share_dir, component, t)) for t in SHARE_FILES.get(component, {}))
-            if all(os.access(os.path.join(bin_dir, n), os.X_OK) for n in names) and share_ok:
-                continue
-            component_dir = os.path.join(go_dir, component)
-            started = time.monotonic()
-            tmp_out = os.path.join(key_dir, f".out-{component}")
-            shutil.rmtree(tmp_out, ignore_errors=True)
-            os.makedirs(tmp_out)
-            for name, package in names.items():
-                cmd = [go, "build", "-mod=readonly", "-trimpath", "-ldflags", ldflags(component, checked[component]),
-                       "-o", os.path.join(tmp_out, name), package]
-                if log:
-                    log(f"rehearsal: building {name} {checked[component]} ({package})")
-                result = subprocess.run(cmd, cwd=component_dir, capture_output=True, text=True,
-                                        env=dict(os.environ, GOFLAGS="-buildvcs=false", CGO_ENABLED="0"))
-                if result.returncode != 0:
-                    raise RehearsalError(f"{component}: `{' '.join(cmd[:2])} ... {package}` failed in {component_dir}:\n"
-                                         f"{result.stderr.strip()[-4000:]}")
-            _copy_share(component, _module_dir(go, component_dir, str(spec["module"]), {}), share_dir)
-            for name in names:
-                os.replace(os.path.join(tmp_out, name), os.path.join(bin_dir, name))
-            shutil.rmtree(tmp_out, ignore_errors=True)
-            seconds[component] = round(time.monotonic() - started, 1)
-            record["cold_seconds"].setdefault(component, seconds[component])
-            built.append(component)
-            if log:
-                log(f"rehearsal: built {component} {checked[component]} in {seconds[component]} s")
-        with open(record_path, "w", encoding="utf-8") as handle:
+        record = _read_json(record_path) or {}
+        record.update({"key": key, "versions": checked, "go": env.get("GOVERSION")})
+        for component in built:
+            record.setdefault("cold_seconds", {}).setdefault(component, seconds[component])
+            record.setdefault("cold_cpu_seconds", {}).setdefault(component, cpu[component])
+        record.setdefault("cold_seconds", {})
+        with open(record_path + ".tmp", "w", encoding="utf-8") as handle:
             json.dump(record, handle, indent=2, sort_keys=True)
+        os.replace(record_path + ".tmp", record_path)
     return {"bin_dir": bin_dir, "share_dir": share_dir, "key": key, "versions": checked, "built": built,
-            "seconds": seconds, "cold_seconds": record["cold_seconds"], "go": env.get("GOVERSION")}
+            "seconds": seconds, "cold_seconds": record["cold_seconds"], "cold_cpu_seconds": record.get("cold_cpu_seconds", {}),
+            "go": env.get("GOVERSION")}
 
 
 # ---------------------------------------------------------------------------------------
@@ -775,7 +804,7 @@ def _spawn(name: str, argv: List[str], log_path: str, state: Dict[str, Any], sta
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, close_fds=True)
+                                start_new_session=True, close_fds=True, cwd=state["dir"])
     _CHILDREN[proc.pid] = proc
     state["processes"][name] = {"pid": proc.pid, "start_time": _proc_start_time(proc.pid), "argv0": argv[0], "log": log_path}
     _save_state(state_path, state)
@@ -1110,9 +1139,15 @@ def _start_all(d, ports, state, info, bin_dir, share_dir, deadline, kueue_config
     # Kueue: CRDs (with the conversion webhook on 127.0.0.1) and RBAC before the manager starts.
     webhook_url = f"https://127.0.0.1:{ports['kueue_webhook']}"
     ca_pem = _read(d["ca_crt"])
+    crds = kueue_crds(share_dir, webhook_url, ca_pem)
     apply_objects(info, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": _kueue_namespace(kueue_configuration)}}]
-                  + kueue_crds(share_dir, webhook_url, ca_pem) + kueue_rbac(share_dir, KUEUE_USER))
-    _kubectl(info, ["wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"])
+                  + crds + kueue_rbac(share_dir, KUEUE_USER))
+    for crd in crds:
+        name = crd["metadata"]["name"]
+        _wait(f"kube-apiserver (CRD {name} established)",
+              lambda n=name: _condition(api_request(info, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{n}"),
+                                        "Established"),
+              deadline, logp("kube-apiserver"), state["processes"]["kube-apiserver"], what="serving")
     config = kueue_config(kueue_configuration, d, ports)
     _write(d["kueue_config"], (json.dumps(config, indent=2) + "\n").encode(), 0o644)
     _spawn("kueue", _kueue_argv(b("kueue"), d), logp("kueue"), state, d["state"])
@@ -1161,6 +1196,13 @@ def _ok(answer: Tuple[int, Any], needle: Optional[str] = None) -> Tuple[bool, st
     status, body = answer
     text = body if isinstance(body, str) else json.dumps(body)
     return status == 200 and (needle is None or needle in text.replace(" ", "")), f"HTTP {status}: {text[:300]}"
+
+
+def _condition(answer: Tuple[int, Any], kind: str) -> Tuple[bool, str]:
+    status, body = answer
+    conditions = (body.get("status") or {}).get("conditions") or [] if isinstance(body, dict) else []
+    ok = status == 200 and any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+    return ok, f"HTTP {status}: conditions {conditions}"
 
 
 def _created(answer: Tuple[int, Any]) -> Tuple[bool, str]:

@@ -12,7 +12,7 @@ short_description: Start or stop the rehearsal control plane (etcd, API server, 
 version_added: 0.1.0
 description:
   - With O(state=started), starts a real Kubernetes control plane on the controller, all on
-    127.0.0.1 with ports chosen free at start, so several rehearsals can run at once: etcd,
+    127.0.0.1 with ports chosen free at start, so several rehearsals can run at once; it runs etcd,
     kube-apiserver (TLS, RBAC, service account signing keys, kubeadm's admission plugins),
     kube-controller-manager (every controller, each as its own service account, CSR signing
     with the cluster CA), kube-scheduler, kwok (simulated kubelets of the Nodes annotated
