@@ -119,6 +119,7 @@ SHARE_FILES = {
         "webhook/kustomization.yaml": "config/components/webhook/kustomization.yaml",
         "rbac/role.yaml": "config/components/rbac/role.yaml",
         "rbac/metrics_auth_role.yaml": "config/components/rbac/metrics_auth_role.yaml",
+        "rbac/manager_secrets_role.yaml": "config/components/rbac/manager_secrets_role.yaml",
     },
     "kwok": {
         "stages/node-initialize.yaml": "kustomize/stage/node/fast/node-initialize.yaml",
@@ -222,8 +223,7 @@ def cache_key(go_dir: str, versions: Mapping[str, str], env: Mapping[str, str]) 
             with open(os.path.join(go_dir, component, name), "rb") as handle:
                 files[name] = hashlib.sha256(handle.read()).hexdigest()
         parts["components"][component] = {"version": versions[component], "files": files,
-                                          "ldflags": ldflags(component, versions[component]),
-                                          "share": SHARE_FILES.get(component, {})}
+                                          "ldflags": ldflags(component, versions[component])}
     digest.update(json.dumps(parts, sort_keys=True).encode())
     short = "-".join(f"{c}{versions[c]}" for c in ("kubernetes", "etcd", "kueue", "kwok"))
     return f"{short}-{digest.hexdigest()[:12]}"
@@ -285,11 +285,14 @@ def _build_component(go: str, go_dir: str, component: str, version: str, bin_dir
     """
     spec = COMPONENTS[component]
     names = spec["binaries"]
+    component_dir = os.path.join(go_dir, component)
     share_ok = all(os.path.exists(os.path.join(share_dir, component, t)) for t in SHARE_FILES.get(component, {}))
-    if all(os.access(os.path.join(bin_dir, n), os.X_OK) for n in names) and share_ok:
+    if all(os.access(os.path.join(bin_dir, n), os.X_OK) for n in names):
+        if not share_ok:
+            # Files copied from the module cache only: the binaries of this key stay.
+            _copy_share(component, _module_dir(go, component_dir, str(spec["module"]), {}), share_dir)
         return None
     started, cpu_before = time.monotonic(), _children_cpu()
-    component_dir = os.path.join(go_dir, component)
     tmp_out = os.path.join(key_dir, f".out-{component}")
     shutil.rmtree(tmp_out, ignore_errors=True)
     os.makedirs(tmp_out)
@@ -714,10 +717,19 @@ def kueue_webhooks(share_dir: str, webhook_url: str, ca_pem: bytes) -> List[Dict
     return docs
 
 
-def kueue_rbac(share_dir: str, user: str) -> List[Dict[str, Any]]:
-    """Kueue's manager ClusterRole and metrics-auth ClusterRole (config/components/rbac),
-    named as its kustomization names them, bound to the rehearsal's Kueue user."""
+def kueue_rbac(share_dir: str, user: str, namespace: str = "kueue-system") -> List[Dict[str, Any]]:
+    """Kueue's manager ClusterRole, metrics-auth ClusterRole and secrets Role
+    (config/components/rbac), named as its kustomization names them, bound to the
+    rehearsal's Kueue user."""
     out: List[Dict[str, Any]] = []
+    for doc in _load_yaml_docs(os.path.join(share_dir, "kueue", "rbac", "manager_secrets_role.yaml")):
+        # Namespaced (Kueue's own namespace): the manager watches Secrets there.
+        doc["metadata"].update(name="kueue-" + doc["metadata"]["name"], namespace=namespace)
+        out.append(doc)
+        out.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                    "metadata": {"name": doc["metadata"]["name"] + "-rehearsal", "namespace": namespace},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": doc["metadata"]["name"]},
+                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]})
     for name in ("role.yaml", "metrics_auth_role.yaml"):
         for doc in _load_yaml_docs(os.path.join(share_dir, "kueue", "rbac", name)):
             doc["metadata"]["name"] = "kueue-" + doc["metadata"]["name"]
@@ -1141,7 +1153,7 @@ def _start_all(d, ports, state, info, bin_dir, share_dir, deadline, kueue_config
     ca_pem = _read(d["ca_crt"])
     crds = kueue_crds(share_dir, webhook_url, ca_pem)
     apply_objects(info, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": _kueue_namespace(kueue_configuration)}}]
-                  + crds + kueue_rbac(share_dir, KUEUE_USER))
+                  + crds + kueue_rbac(share_dir, KUEUE_USER, _kueue_namespace(kueue_configuration)))
     for crd in crds:
         name = crd["metadata"]["name"]
         _wait(f"kube-apiserver (CRD {name} established)",
