@@ -116,15 +116,21 @@ def test_queues_are_accepted_and_the_cluster_queue_becomes_active(rehearsal, tea
     _wait_for("LocalQueue team-a Active", lambda: _ready(_get(rehearsal, f"{KUEUE}/namespaces/team-a/localqueues/team-a"), "Active"))
 
 
-def test_a_kueue_webhook_refuses_an_invalid_queue(rehearsal, team):
-    # A borrowingLimit without a cohort passes the CRD schema; Kueue's validating webhook
-    # refuses it (pkg/webhooks/clusterqueue_webhook.go validateLimit, v0.19.2).
+def test_kueue_webhooks_answer_for_real(rehearsal, team):
+    # Kueue's mutating webhook (mclusterqueue.kb.io) adds its finalizer on create
+    # (pkg/webhooks/clusterqueue_webhook.go Default, v0.19.2). In a dry run no controller ever
+    # sees the object, so the finalizer in the answer can only come from the webhook.
+    cq = _ok(rehearsal, "POST", f"{KUEUE}/clusterqueues?dryRun=All", {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "probe-dry-run"},
+        "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default-flavor", "resources": [
+            {"name": "cpu", "nominalQuota": "1"}]}]}]}})
+    assert "kueue.x-k8s.io/resource-in-use" in cq["metadata"].get("finalizers", [])
+    # And a ClusterQueue its schema (CEL) refuses is refused before it is stored.
     status, obj = rc.api_request(rehearsal, "POST", f"{KUEUE}/clusterqueues?dryRun=All", {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "no-cohort"},
         "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default-flavor", "resources": [
             {"name": "cpu", "nominalQuota": "1", "borrowingLimit": "1"}]}]}]}})
-    assert status in (400, 403, 422), obj
-    assert 'admission webhook "vclusterqueue.kb.io" denied the request' in obj["message"], obj
+    assert status == 422 and "borrowingLimit must be nil when cohort is empty" in obj["message"], obj
 
 
 def test_a_kwok_node_turns_ready_and_a_pod_on_it_runs(rehearsal, node):
