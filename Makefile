@@ -32,7 +32,7 @@ export PY_COLORS := 0
 REHEARSAL_GO_DIR := $(CURDIR)/roles/rehearsal/files/go
 REHEARSAL_CACHE ?= $(HOME)/.cache/gpushare/rehearsal
 export GPUSHARE_REHEARSAL_CACHE := $(REHEARSAL_CACHE)
-REHEARSAL_CLI := $(BIN)/python -m ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal_cluster
+REHEARSAL_CLI := $(BIN)/python tools/rehearsal.py
 
 # Molecule scenarios: every molecule/<name>/molecule.yml except the shared base and the
 # delegated `cluster` scenario, which needs real machines (docs/testing.md).

@@ -14,11 +14,8 @@ pytest fixtures under ``tests/integration/rehearsal``)::
     rc.user_kubeconfig("/tmp/r1", "alice", ["team-data"])   # a team user's client certificate
     rc.stop("/tmp/r1")        # kills exactly the processes start() recorded; idempotent
 
-Also a command line, for ``make rehearsal-binaries`` and for people::
-
-    python -m ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal_cluster build GO_DIR [CACHE_ROOT]
-    python -m ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal_cluster start DIR [BIN_DIR]
-    python -m ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal_cluster stop DIR
+The command line ``tools/rehearsal.py build|start|stop`` (used by ``make rehearsal-binaries``)
+wraps the same functions.
 
 What runs for real: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (built from the
 published Go modules at the versions in :data:`DEFAULT_VERSIONS`), the Kueue manager and kwok.
@@ -48,11 +45,12 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import k8s_topology
 
 try:
     from cryptography import x509
@@ -231,7 +229,7 @@ def cache_key(go_dir: str, versions: Mapping[str, str], env: Mapping[str, str]) 
 
 def _module_dir(go: str, component_dir: str, module: str, env: Mapping[str, str]) -> str:
     result = subprocess.run([go, "list", "-m", "-json", module], cwd=component_dir, capture_output=True,
-                            text=True, timeout=600, env=dict(os.environ, **env))
+                            text=True, timeout=600, env=dict(os.environ, **env), check=False)
     if result.returncode != 0:
         raise RehearsalError(f"go list -m {module} failed in {component_dir}: {result.stderr.strip()[-2000:]}")
     info = json.loads(result.stdout)
@@ -302,7 +300,7 @@ def _build_component(go: str, go_dir: str, component: str, version: str, bin_dir
         if log:
             log(f"rehearsal: building {name} {version} ({package})")
         result = subprocess.run(cmd, cwd=component_dir, capture_output=True, text=True,
-                                env=dict(os.environ, GOFLAGS="-buildvcs=false"))
+                                env=dict(os.environ, GOFLAGS="-buildvcs=false"), check=False)
         if result.returncode != 0:
             raise RehearsalError(f"{component}: `go build ... {package}` failed in {component_dir}:\n"
                                  f"{result.stderr.strip()[-4000:]}")
@@ -504,8 +502,6 @@ def _merge_extra(base: Dict[str, object], extra: Optional[Mapping[str, object]],
     Feature gates go through the same helper the kubeadm role uses for extraArgs
     (k8s_topology.extra_args_list), so a gate is spelled and checked in one place.
     """
-    from ansible_collections.gpushare.cluster.plugins.module_utils import k8s_topology  # noqa: E402 pylint: disable=import-outside-toplevel
-
     try:
         merged = k8s_topology.extra_args_list(dict(extra or {}), dict(gates or {}))
     except ValueError as exc:
@@ -845,7 +841,7 @@ def _kill(entry: Mapping[str, Any], grace: float) -> bool:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         return True
-    for _ in range(50):
+    for _attempt in range(50):
         _reap(pid)
         if not _alive(pid, entry.get("start_time")):
             break
@@ -932,7 +928,7 @@ def api_request(info: Mapping[str, Any], method: str, path: str, body: Optional[
 
 def _kubectl(info: Mapping[str, Any], args: List[str], stdin: Optional[str] = None, timeout: float = 120) -> str:
     cmd = [os.path.join(info["bin_dir"], "kubectl"), "--kubeconfig", info["kubeconfig"]] + args
-    result = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout, check=False)
     if result.returncode != 0:
         raise RehearsalError(f"kubectl {' '.join(args[:3])}: {result.stderr.strip()[-3000:]}")
     return result.stdout
@@ -1124,8 +1120,12 @@ def start(directory: str, kueue_configuration: Optional[Mapping[str, Any]] = Non
 def _start_all(d, ports, state, info, bin_dir, share_dir, deadline, kueue_configuration, gates, apiserver_args,
                controller_manager_args, scheduler_args, kwok_stages) -> None:
     logs = d["logs"]
-    b = lambda name: os.path.join(bin_dir, name)  # noqa: E731
-    logp = lambda name: os.path.join(logs, f"{name}.log")  # noqa: E731
+
+    def b(name: str) -> str:
+        return os.path.join(bin_dir, name)
+
+    def logp(name: str) -> str:
+        return os.path.join(logs, f"{name}.log")
 
     _spawn("etcd", [b("etcd")] + etcd_flags(d, ports), logp("etcd"), state, d["state"])
     etcd_ctx = _ssl_context(d["etcd_ca_crt"], d["apiserver_etcd_client_crt"], d["apiserver_etcd_client_key"])
@@ -1268,31 +1268,3 @@ def user_cert_files(directory: str, user: str) -> Tuple[str, str]:
     safe = user.replace(":", "_")
     base = os.path.join(os.path.abspath(os.path.expanduser(directory)), "users")
     return os.path.join(base, f"{safe}.crt"), os.path.join(base, f"{safe}.key")
-
-
-def _main(argv: Sequence[str]) -> int:
-    if len(argv) < 2 or argv[0] not in ("build", "start", "stop"):
-        sys.stderr.write(__doc__ or "")
-        return 2
-    try:
-        if argv[0] == "build":
-            cache = argv[2] if len(argv) > 2 else DEFAULT_CACHE_ROOT
-            result = build(argv[1], cache, log=lambda msg: print(msg, flush=True))
-            if result["built"]:
-                print("rehearsal: cold build time: " + ", ".join(f"{c} {s} s" for c, s in result["seconds"].items()), flush=True)
-            else:
-                print("rehearsal: cached, nothing built (first build took "
-                      + ", ".join(f"{c} {s} s" for c, s in sorted(result["cold_seconds"].items())) + ")", flush=True)
-            print(f"rehearsal: binaries in {result['bin_dir']}", flush=True)
-        elif argv[0] == "start":
-            print(json.dumps(start(argv[1], bin_dir=argv[2] if len(argv) > 2 else None), indent=2, sort_keys=True))
-        else:
-            print(json.dumps(stop(argv[1]), indent=2, sort_keys=True))
-    except RehearsalError as exc:
-        sys.stderr.write(f"rehearsal: {exc}\n")
-        return 1
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(_main(sys.argv[1:]))

@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
 
-from conftest import GO_DIR, KUEUE_CONFIGURATION, cache_root
+from rehearsal_env import GO_DIR, KUEUE_CONFIGURATION, cache_root
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 NODE = "kwok-gpu-1"
@@ -139,8 +139,12 @@ def test_a_kwok_node_turns_ready_and_a_pod_on_it_runs(rehearsal, node):
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"},
         "spec": {"nodeSelector": {"kubernetes.io/hostname": node},
                  "containers": [{"name": "c", "image": "rehearsal.invalid/none", "resources": {"requests": {"cpu": "100m"}}}]}})
-    pod = _wait_for("pod Running", lambda: (lambda p: p if p and p["status"].get("phase") == "Running" else None)(
-        _get(rehearsal, "/api/v1/namespaces/default/pods/probe")))
+
+    def running_pod():
+        pod = _get(rehearsal, "/api/v1/namespaces/default/pods/probe")
+        return pod if pod and pod["status"].get("phase") == "Running" else None
+
+    pod = _wait_for("pod Running", running_pod)
     assert pod["spec"]["nodeName"] == node  # placed by the real scheduler
     _ok(rehearsal, "DELETE", "/api/v1/namespaces/default/pods/probe")
     _wait_for("pod gone", lambda: _get(rehearsal, "/api/v1/namespaces/default/pods/probe") is None)
@@ -161,9 +165,13 @@ def test_a_queued_job_is_suspended_admitted_and_its_pod_scheduled(rehearsal, tea
         if _ready(w, "Admitted")])
     assert workloads[0]["status"]["admission"]["clusterQueue"] == "team-a"
     _wait_for("Job unsuspended", lambda: not _get(rehearsal, "/apis/batch/v1/namespaces/team-a/jobs/train")["spec"]["suspend"])
-    pods = _wait_for("two Job pods Running", lambda: (lambda items: items if len(items) == 2 else None)([
-        p for p in (_get(rehearsal, "/api/v1/namespaces/team-a/pods?labelSelector=job-name%3Dtrain") or {}).get("items", [])
-        if p["status"].get("phase") == "Running"]))
+
+    def running_job_pods():
+        items = (_get(rehearsal, "/api/v1/namespaces/team-a/pods?labelSelector=job-name%3Dtrain") or {}).get("items", [])
+        running = [p for p in items if p["status"].get("phase") == "Running"]
+        return running if len(running) == 2 else None
+
+    pods = _wait_for("two Job pods Running", running_job_pods)
     assert {p["spec"]["nodeName"] for p in pods} == {node}
     usage = _wait_for("ClusterQueue usage", lambda: [
         r for f in (_get(rehearsal, f"{KUEUE}/clusterqueues/team-a") or {}).get("status", {}).get("flavorsUsage", [])
@@ -179,7 +187,7 @@ def test_a_team_user_certificate_is_held_to_rbac(rehearsal, team):
     path = rc.user_kubeconfig(rehearsal["dir"], "alice", ["team-a-users"])
     assert os.path.exists(path)
     cert = rc.user_cert_files(rehearsal["dir"], "alice")
-    status, _ = rc.api_request(rehearsal, "GET", "/api/v1/namespaces/team-a/pods", cert=cert)
+    status, _body = rc.api_request(rehearsal, "GET", "/api/v1/namespaces/team-a/pods", cert=cert)
     assert status == 200
     status, obj = rc.api_request(rehearsal, "GET", "/api/v1/namespaces/kube-system/secrets", cert=cert)
     assert status == 403 and 'User "alice" cannot list resource "secrets"' in obj["message"], obj

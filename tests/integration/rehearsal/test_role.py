@@ -9,14 +9,14 @@ from pathlib import Path
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
 
-from conftest import _collection_path, cache_root
+from rehearsal_env import cache_root, collection_path
 
 PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "role.yml"
 
 
 def test_role_starts_and_stops_the_control_plane(rehearsal_bin, tmp_path):
     directory = tmp_path / "through-the-role"
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(_collection_path()), ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collection_path()), ANSIBLE_NOCOLOR="1")
     result = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
          "-e", f"ansible_python_interpreter={sys.executable}", "-e", f"rehearsal_test_dir={directory}",

@@ -139,7 +139,7 @@ def test_kueue_config_overrides_only_the_out_of_cluster_fields():
     assert config["health"]["healthProbeBindAddress"] == "127.0.0.1:9"
     assert config["metrics"]["bindAddress"] == "127.0.0.1:10"
     assert "pprofBindAddress" not in config
-    untouched = {k: v for k, v in config.items() if k not in {p.split(".")[0] for p in rc.KUEUE_OVERRIDDEN_FIELDS}}
+    untouched = {k: v for k, v in config.items() if k not in {p.split(".", maxsplit=1)[0] for p in rc.KUEUE_OVERRIDDEN_FIELDS}}
     assert untouched == {k: v for k, v in caller.items() if k in untouched}
     assert set(untouched) == {"apiVersion", "kind", "managedJobsNamespaceSelector", "integrations"}
     with pytest.raises(rc.RehearsalError, match="kueue_configuration.apiVersion"):
@@ -154,7 +154,7 @@ def test_certificates_carry_groups_sans_and_usages():
     assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "alice"
     assert list(cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value) == [ExtendedKeyUsageOID.CLIENT_AUTH]
     cert.verify_directly_issued_by(x509.load_pem_x509_certificate(ca_crt))
-    server, _ = rc.issue_cert(ca_crt, ca_key, "api", server=True, sans=["127.0.0.1", "localhost"])
+    server, _server_key = rc.issue_cert(ca_crt, ca_key, "api", server=True, sans=["127.0.0.1", "localhost"])
     sans = x509.load_pem_x509_certificate(server).extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert sans.get_values_for_type(x509.DNSName) == ["localhost"]
     assert [str(ip) for ip in sans.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
@@ -197,7 +197,7 @@ def kueue_share(tmp_path):
 
 
 def test_kueue_crds_get_the_conversion_webhook_on_loopback(kueue_share):
-    share, _ = kueue_share
+    share, _selector = kueue_share
     crds = {c["metadata"]["name"]: c for c in rc.kueue_crds(str(share), "https://127.0.0.1:5", b"PEM")}
     conversion = crds["clusterqueues.kueue.x-k8s.io"]["spec"]["conversion"]
     assert conversion["webhook"]["clientConfig"] == {"url": "https://127.0.0.1:5/convert", "caBundle": "UEVN"}
