@@ -59,5 +59,3 @@ KUEUE_CONFIGURATION = {
 
 def cache_root() -> str:
     return os.environ.get(CACHE_ENV) or rc.DEFAULT_CACHE_ROOT
-
-
