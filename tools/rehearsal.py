@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Command line of the rehearsal control plane (plugins/module_utils/rehearsal_cluster.py).
 
     tools/rehearsal.py build [GO_DIR] [CACHE_ROOT]   build every missing binary (cached by version)
