@@ -1,9 +1,9 @@
 """Command line of the rehearsal control plane (plugins/module_utils/rehearsal_cluster.py).
 
-    tools/rehearsal.py build [GO_DIR] [CACHE_ROOT]   build every missing binary (cached by version)
-    tools/rehearsal.py start DIR [BIN_DIR]           start a control plane in DIR, print its info
-    tools/rehearsal.py stop DIR                      stop the processes the start of DIR recorded
-    tools/rehearsal.py user DIR USER [GROUP ...]     write a kubeconfig for a team user
+    python tools/rehearsal.py build [GO_DIR] [CACHE_ROOT]   build every missing binary (cached by version)
+    python tools/rehearsal.py start DIR [BIN_DIR]           start a control plane in DIR, print its info
+    python tools/rehearsal.py stop DIR                      stop the processes the start of DIR recorded
+    python tools/rehearsal.py user DIR USER [GROUP ...]     write a kubeconfig for a team user
 
 The collection must be importable (``make collection-link`` and
 ``PYTHONPATH=build/collections``, as ``make rehearsal-binaries`` does).

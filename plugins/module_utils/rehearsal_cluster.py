@@ -14,7 +14,7 @@ pytest fixtures under ``tests/integration/rehearsal``)::
     rc.user_kubeconfig("/tmp/r1", "alice", ["team-data"])   # a team user's client certificate
     rc.stop("/tmp/r1")        # kills exactly the processes start() recorded; idempotent
 
-The command line ``tools/rehearsal.py build|start|stop`` (used by ``make rehearsal-binaries``)
+The command line ``python tools/rehearsal.py build|start|stop|user`` (used by ``make rehearsal-binaries``)
 wraps the same functions.
 
 What runs for real: etcd, kube-apiserver, kube-controller-manager, kube-scheduler (built from the
