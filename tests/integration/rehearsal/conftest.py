@@ -10,6 +10,7 @@ control plane for the session in a temporary directory and stops it at the end.
 from __future__ import annotations
 
 import shutil
+import signal
 
 import pytest
 
@@ -37,6 +38,12 @@ def rehearsal_bin():
 def rehearsal(rehearsal_bin, tmp_path_factory):
     """One control plane for the session (admin info dict of rehearsal_cluster.start)."""
     directory = tmp_path_factory.mktemp("rehearsal")
+
+    def interrupted(_signum, _frame):
+        # A timeout's SIGTERM becomes an interrupt, so the finally below still stops the processes.
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupted)
     info = rc.start(str(directory), kueue_configuration=KUEUE_CONFIGURATION, bin_dir=rehearsal_bin["bin_dir"])
     try:
         yield info
