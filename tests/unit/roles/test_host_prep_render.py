@@ -53,7 +53,7 @@ def test_rocky_packages_include_selinux_policy_and_el10_br_netfilter(major):
 
 
 def test_rocky_repositories_from_upstream(major):
-    tasks = rocky(major, host_prep_kubernetes_version="1.35").tasks("repositories_dnf.yml")
+    tasks = rocky(major, host_prep_kubernetes_version="1.35", host_prep_kubernetes_repo_enabled=True).tasks("repositories_dnf.yml")
     k8s = by_name(tasks, "Add the Kubernetes package repository")["args"]
     assert k8s["baseurl"] == "https://pkgs.k8s.io/core:/stable:/v1.35/rpm/"
     assert k8s["gpgkey"] == "https://pkgs.k8s.io/core:/stable:/v1.35/rpm/repodata/repomd.xml.key"
@@ -104,7 +104,7 @@ def test_ciq_repos_mode_writes_credentialed_repositories(major):
 ])
 def test_firewalld_ports_follow_node_role_and_cni(major, role, cni, expected):
     renderer = rocky(major, host_prep_node_role=role, host_prep_firewall="configure", host_prep_firewall_cni=cni,
-                     host_prep_firewall_sources=["10.0.0.0/24"])
+                     host_prep_firewall_sources=["10.0.0.0/24"], gpushare_kubernetes_distribution="kubeadm")
     tasks = renderer.tasks("firewall_firewalld.yml")
     ports = {item["port"] for item in by_name(tasks, "Allow the Kubernetes, CNI and monitoring ports")["items"]}
     assert expected <= ports
@@ -163,7 +163,7 @@ def test_templates_render_for_rocky(major):
 def test_ubuntu_sources_go_to_the_mirror():
     facts = dict(debian_facts(), distribution="Ubuntu", distribution_major_version="24", distribution_release="noble",
                  virtualization_type="kvm", virtualization_role="host")
-    renderer = Renderer("host_prep", facts, {"gpushare_mirrors": MIRRORS})
+    renderer = Renderer("host_prep", facts, {"gpushare_mirrors": MIRRORS, "host_prep_kubernetes_repo_enabled": True})
     renderer.variables["__host_prep_in_container"] = False
     stat = by_name(renderer.tasks("repositories_apt.yml"), "Find the stock distribution sources")
     assert [i["path"] for i in stat["items"]] == ["/etc/apt/sources.list.d/ubuntu.sources"]
@@ -360,7 +360,7 @@ PROBES = {
 EVERYTHING_ON = {
     "gpushare_gpus": [{"index": 0, "model": "H100-80GB"}], "gpushare_mirrors": MIRRORS, "gpushare_proxy": PROXY,
     "host_prep_ubuntu_pro_token": "t", "host_prep_ciq_mode": "depot", "host_prep_ciq_username": "u",
-    "host_prep_ciq_token": "t", "host_prep_nvidia_repo_enabled": True, "host_prep_chrony_servers": ["ntp.internal"],
+    "host_prep_ciq_token": "t", "host_prep_nvidia_repo_enabled": True, "host_prep_kubernetes_repo_enabled": True, "host_prep_chrony_servers": ["ntp.internal"],
     "host_prep_firewall": "configure", "host_prep_firewall_sources": ["10.0.0.0/8"],
     "host_prep_kernel_params": ["iommu=pt"], "host_prep_reboot_allowed": True,
 }
