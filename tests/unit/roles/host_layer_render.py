@@ -125,6 +125,10 @@ class Renderer:
         """Evaluate one ``{{ expression }}`` (with optional task-level variables)."""
         return self._with(local).template(trust_as_template("{{ " + expression + " }}"))
 
+    def render(self, node: Any, **local: Any) -> Any:
+        """Template a task argument (string, list or dict) as the role's own file would be."""
+        return plain(self._with(local).template(_trusted(node)))
+
     def template(self, name: str, **local: Any) -> str:
         """Render templates/<name> of the role, as ansible.builtin.template would."""
         text = (ROLES / self.role / "templates" / name).read_text()
