@@ -46,6 +46,7 @@ UPSTREAM_HOSTS: Tuple[str, ...] = UPSTREAM_REGISTRIES + (
     "archive.ubuntu.com",
     "depot.ciq.com",
     "developer.download.nvidia.com",
+    "dl.fedoraproject.org",
     "dl.k8s.io",
     "dl.rockylinux.org",
     "docs.tigera.io",
@@ -72,7 +73,7 @@ UPSTREAM_HOSTS: Tuple[str, ...] = UPSTREAM_REGISTRIES + (
 # Known keys of gpushare_mirrors; anything else is a typo the user should hear about.
 # `debian` is the distribution archive of Debian hosts (the apt family's test stand-in).
 APT_KEYS = ("ubuntu", "debian", "kubernetes", "nvidia", "docker")
-DNF_KEYS = ("rocky", "kubernetes", "nvidia", "docker")
+DNF_KEYS = ("rocky", "epel", "kubernetes", "nvidia", "docker")
 TOP_KEYS = ("apt", "dnf", "registry", "registries", "helm", "snap", "files")
 HELM_KEYS = ("oci", "dir")
 SNAP_KEYS = ("proxy_url", "proxy_id", "files_dir")

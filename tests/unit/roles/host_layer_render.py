@@ -103,6 +103,7 @@ def role_vars(role: str, facts: dict[str, Any], extra: dict[str, Any] | None = N
     variables.update(
         ansible_facts=facts,
         inventory_hostname="node1",
+        inventory_hostname_short="node1",
         group_names=variables.get("group_names", ["workers"]),
         role_path=str(base),
         ansible_managed="Ansible managed",

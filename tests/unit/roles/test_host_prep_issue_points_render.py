@@ -143,3 +143,134 @@ def test_microk8s_nodes_get_the_snapd_proxy_when_the_distribution_is_unset():
     renderer.variables["__host_prep_in_container"] = False
     names = [t["name"] for t in renderer.tasks("repositories_apt.yml")]
     assert "Write the snapd proxy drop-in" in names
+
+
+# --- Reboots: drained on a running cluster, control planes one at a time --------------------
+
+def raw_tasks(task_file: str) -> list:
+    import yaml
+    from .host_layer_render import ROLES
+    return yaml.safe_load((ROLES / "host_prep" / "tasks" / task_file).read_text())
+
+
+def test_control_planes_reboot_one_at_a_time_and_workers_in_their_batch():
+    tasks = {t["name"]: t for t in raw_tasks("reboot_node.yml")}
+    assert tasks["Reboot a control plane (one at a time)"]["throttle"] == 1
+    assert "throttle" not in tasks["Reboot a worker"]
+
+
+def test_a_node_of_a_running_cluster_is_drained_before_and_uncordoned_after():
+    renderer = vm(gpushare_kubernetes_distribution="kubeadm", group_names=["control_plane"],
+                  groups={"control_plane": ["cp1", "node1"], "workers": []}, host_prep_node_role="control_plane")
+    renderer.variables["inventory_hostname"] = "node1"
+    probe = {"__host_prep_node_probe": {"rc": 0, "stdout": "node/node1"}, "__host_prep_drain": {"changed": True, "rc": 0}}
+    tasks = renderer.tasks("reboot_node.yml", probe)
+    names = [t["name"] for t in tasks]
+    assert names == ["Find this host's node on a running cluster", "Drain the node before the reboot",
+                     "Reboot a control plane (one at a time)", "Wait until the node is Ready again",
+                     "Make the node schedulable again"]
+    drain = by_name(tasks, "Drain the node before the reboot")["args"]["argv"]
+    assert drain[:3] == ["kubectl", "--kubeconfig", "/etc/kubernetes/admin.conf"]
+    assert drain[3:6] == ["drain", "node1", "--ignore-daemonsets"]
+
+
+def test_no_cluster_means_no_drain():
+    renderer = vm(groups={"workers": ["node1"]})
+    names = [t["name"] for t in renderer.tasks("reboot_node.yml")]
+    assert names == ["Reboot a worker"]
+
+
+def test_the_reboot_reasons_go_to_the_drained_reboot_and_a_pending_one_is_announced():
+    allowed = vm(host_prep_reboot_allowed=True)
+    allowed.tasks("reboot.yml", {"__host_prep_nouveau": {"changed": True}})
+    include = next(t for t in raw_tasks("reboot.yml") if t["name"] == "Reboot (drained on a running cluster)")
+    assert include["ansible.builtin.include_tasks"] == "reboot_node.yml"
+    assert all(allowed.holds(c, **allowed._registered) for c in include["when"])
+    refused = vm(host_prep_reboot_allowed=False)
+    pending = by_name(refused.tasks("reboot.yml", {"__host_prep_nouveau": {"changed": True}}),
+                      "Tell the roles that follow whether a reboot is still pending")["args"]
+    assert pending["host_prep_reboot_pending"] in (True, "True")
+
+
+# --- Rocky: EPEL and CRB; EL10's kernel-modules-extra of the running kernel ----------------
+
+def rocky_host(major: int, **extra) -> Renderer:
+    from .host_layer_render import rocky_facts
+    renderer = Renderer("host_prep", rocky_facts(major), extra)
+    renderer.variables["__host_prep_in_container"] = False
+    return renderer
+
+
+@pytest.mark.parametrize("major", [9, 10])
+def test_rocky_enables_crb_and_epel(major):
+    tasks = rocky_host(major).tasks("repositories_dnf.yml")
+    assert by_name(tasks, "Enable CRB, which EPEL's packages depend on")["args"]["name"] == ["crb"]
+    assert by_name(tasks, "Add EPEL (python3-kubernetes for the Kubernetes API host, dkms for NVIDIA's open driver "
+                          "streams)")["args"]["name"] == "epel-release"
+
+
+@pytest.mark.parametrize("major", [9, 10])
+def test_rocky_takes_epel_from_the_mirror_when_air_gapped(major):
+    from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirror_rules
+    mirrors = {"dnf": {"rocky": "http://dnf.mirror.internal", "epel": "http://dnf.mirror.internal"}}
+    tasks = rocky_host(major, gpushare_mirrors=mirrors).tasks("repositories_dnf.yml")
+    repo = by_name(tasks, "Add EPEL from the mirror")["args"]
+    assert repo["baseurl"] == f"http://dnf.mirror.internal/pub/epel/{major}/Everything/$basearch/"
+    assert repo["gpgkey"] == f"http://dnf.mirror.internal/pub/epel/RPM-GPG-KEY-EPEL-{major}"
+    names = [t["name"] for t in tasks]
+    assert "Add EPEL (python3-kubernetes for the Kubernetes API host, dkms for NVIDIA's open driver streams)" not in names
+    assert "Enable CRB, which EPEL's packages depend on" not in names  # the mirror's CRB repository is defined
+    import yaml
+    assert mirror_rules.upstream_hosts_in(yaml.safe_dump([t["items"] for t in tasks])) == []
+
+
+def test_rocky10_installs_the_running_kernels_modules_extra():
+    from .host_layer_render import rocky_facts
+    packages = by_name(rocky_host(10).tasks("packages.yml"), "Install the packages a Kubernetes node needs")["args"]["name"]
+    assert f"kernel-modules-extra-{rocky_facts(10)['kernel']}" in packages
+    assert "kernel-modules-extra" not in packages
+
+
+def test_rocky_nodes_keep_networkmanager_away_from_calico():
+    renderer = rocky_host(9)
+    tasks = renderer.tasks("network.yml", {"__host_prep_networkmanager": {"stat": {"exists": True}}})
+    assert by_name(tasks, "Keep NetworkManager away from Calico's interfaces")["args"]["dest"] == (
+        "/etc/NetworkManager/conf.d/gpushare-calico.conf")
+    text = renderer.template("networkmanager-calico.conf.j2")
+    assert "unmanaged-devices=interface-name:cali*;interface-name:tunl*;interface-name:vxlan.calico" in text
+    none = renderer.tasks("network.yml", {"__host_prep_networkmanager": {"stat": {"exists": False}}})
+    assert "Keep NetworkManager away from Calico's interfaces" not in [t["name"] for t in none]
+
+
+def test_ciq_depot_on_rocky10_needs_a_client_url():
+    failed = rocky_host(10, host_prep_ciq_mode="depot", host_prep_ciq_username="u",
+                        host_prep_ciq_token="t").failed_asserts("ciq.yml")
+    assert any("el8 and el9 only" in m for m in failed), failed
+    assert rocky_host(9, host_prep_ciq_mode="depot", host_prep_ciq_username="u",
+                      host_prep_ciq_token="t").failed_asserts("ciq.yml") == []
+
+
+# --- chrony: the distribution's pools may live in the sources directory --------------------
+
+def test_pools_in_the_sources_directory_are_turned_off_too():
+    facts = dict(debian_facts(), distribution="Ubuntu", distribution_major_version="26", distribution_version="26.04",
+                 virtualization_type="kvm", virtualization_role="host")
+    renderer = Renderer("host_prep", facts, {"host_prep_chrony_servers": ["ntp.internal"]})
+    renderer.variables["__host_prep_in_container"] = False
+    found = {"__host_prep_chrony_pool_files": {"files": [{"path": "/etc/chrony/sources.d/ubuntu-ntp-pools.sources"}]}}
+    tasks = renderer.tasks("time_sync.yml", found)
+    find = by_name(tasks, "Find the distribution's pool files in the sources directory")["args"]
+    assert find["excludes"] == ["gpushare.sources"]
+    paths = [i["path"] for i in by_name(tasks, "Stop using the distribution's public pools")["items"]]
+    assert paths == ["/etc/chrony/chrony.conf", "/etc/chrony/sources.d/ubuntu-ntp-pools.sources"]
+
+
+# --- kubernetes_common: where python3-kubernetes comes from on Rocky -----------------------
+
+def test_the_python_client_install_names_epel_when_it_fails_on_rocky():
+    import yaml
+    from .host_layer_render import ROLES
+    tasks = yaml.safe_load((ROLES / "kubernetes_common" / "tasks" / "helm.yml").read_text())
+    block = next(t for t in tasks if t["name"] == "Install the Kubernetes Python client used by kubernetes.core")
+    message = block["rescue"][0]["ansible.builtin.fail"]["msg"]
+    assert "EPEL" in message and "host_prep_epel_enabled" in message and "gpushare_mirrors.dnf.epel" in message
