@@ -16,9 +16,9 @@ VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 # System packages the tests need (Debian/Ubuntu names) and the commands proving they are there:
 # podman, runc, debootstrap for Molecule images; promtool for rules; chromium for the report;
 # shellcheck for sanity; dpkg-dev and gpg for the local apt mirror; skopeo and
-# docker-registry for the mirror sync tests.
-SYSTEM_PACKAGES := podman runc debootstrap prometheus chromium fonts-dejavu-core shellcheck dpkg-dev gpg skopeo docker-registry
-SYSTEM_COMMANDS := podman runc debootstrap promtool chromium shellcheck dpkg-scanpackages gpg skopeo docker-registry
+# docker-registry for the mirror sync tests; qemu for the real-kernel VM (molecule/vm).
+SYSTEM_PACKAGES := podman runc debootstrap prometheus chromium fonts-dejavu-core shellcheck dpkg-dev gpg skopeo docker-registry qemu-system-x86 qemu-utils
+SYSTEM_COMMANDS := podman runc debootstrap promtool chromium shellcheck dpkg-scanpackages gpg skopeo docker-registry qemu-system-x86_64 qemu-img
 
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
@@ -38,7 +38,7 @@ REHEARSAL_CLI := $(BIN)/python tools/rehearsal.py
 # delegated `cluster` scenario, which needs real machines (docs/testing.md).
 MOLECULE_SCENARIOS ?= $(filter-out _shared cluster,$(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: help deps venv collection-link build demo lint sanity unit images molecule test clean rehearsal-binaries rehearsal-test
+.PHONY: help deps venv collection-link build demo lint sanity unit images vm-image vm-test molecule test clean rehearsal-binaries rehearsal-test
 
 help: ## Show the targets
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -88,7 +88,13 @@ unit: venv collection-link ## Unit tests (pytest)
 images: deps ## Build the Molecule systemd images (cached)
 	bash tools/build-images.sh
 
-molecule: venv collection-link images ## Run every Molecule scenario
+vm-image: deps ## Build the real-kernel test VM's disk image (cached outside the repository)
+	bash tools/vm-image.sh >/dev/null
+
+vm-test: venv collection-link vm-image ## host_prep on a real kernel: molecule/vm (qemu, software emulation)
+	$(BIN)/molecule test -s vm
+
+molecule: venv collection-link images vm-image ## Run every Molecule scenario (molecule/vm included)
 	@for scenario in $(MOLECULE_SCENARIOS); do \
 	  echo "== molecule test -s $$scenario"; \
 	  start=$$(date +%s); \
