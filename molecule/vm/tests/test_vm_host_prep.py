@@ -57,14 +57,14 @@ def test_ufw_rules_in_the_kernel(host):
     assert re.search(r"^10250/tcp\s+ALLOW IN\s+10\.0\.2\.0/24\s*$", status.stdout, re.M), status.stdout
     assert re.search(r"^30000:32767/udp\s+ALLOW IN\s+10\.0\.2\.0/24\s*$", status.stdout, re.M), status.stdout
     assert re.search(r"^(22/tcp \(OpenSSH\)|OpenSSH)\s+ALLOW IN\s+Anywhere\s*$", status.stdout, re.M), status.stdout
-    assert re.search(r"^Anywhere\s+ALLOW IN\s+10\.1\.0\.0/16\s*$", status.stdout, re.M), status.stdout
+    assert re.search(r"^Anywhere\s+ALLOW IN\s+10\.244\.0\.0/16\s*$", status.stdout, re.M), status.stdout
     # ... and really in the kernel's netfilter tables, not only in ufw's files.
     rules = host.run("iptables -S ufw-user-input")
     assert rules.rc == 0, rules.stderr
     assert re.search(r"^-A ufw-user-input -s 10\.0\.2\.0/24 -p tcp .*--dport 10250 -j ACCEPT$", rules.stdout, re.M), rules.stdout
     forward = host.run("iptables -S ufw-user-forward")
     assert forward.rc == 0, forward.stderr
-    assert re.search(r"^-A ufw-user-forward -s 10\.1\.0\.0/16 -j ACCEPT$", forward.stdout, re.M), forward.stdout
+    assert re.search(r"^-A ufw-user-forward -s 10\.244\.0\.0/16 -j ACCEPT$", forward.stdout, re.M), forward.stdout
 
 
 def test_chrony_running(host):
