@@ -328,8 +328,9 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
             for name in KUBEADM_IMAGES:
                 unresolved.append({"component": "kubeadm", "repository": f"registry.k8s.io/{name}",
                                    "mirror": mirror_lib.mirror_repository(f"registry.k8s.io/{name}", mirrors),
-                                   "resolve": f"tag = the exact patch release of {minor}; set an exact "
-                                              f"kubernetes_version (e.g. {minor}.2)"})
+                                   "resolve": f"tag = the exact patch release of {minor}; set "
+                                              f"gpushare_kubernetes_version to it (e.g. \"{minor}.2\"): the "
+                                              f"kubeadm role then installs that release and these tags are listed"})
         # etcd, CoreDNS and pause come from kubeadm's cmd/kubeadm/app/constants/constants.go
         # (DefaultEtcdVersion/SupportedEtcdVersion, CoreDNSVersion, PauseVersion) of the exact
         # kubeadm release. Those constants move within a minor: etcd's own guide for bumping

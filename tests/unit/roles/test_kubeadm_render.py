@@ -324,3 +324,13 @@ def test_control_plane_that_is_also_a_worker(tmp_path):
     # It runs workloads: no control-plane NoSchedule taint, and it never joins as a worker.
     assert init["nodeRegistration"]["taints"] == []
     assert not (out / "join.yaml").exists()
+
+
+def test_an_exact_kubernetes_version_pins_the_packages_and_the_cluster(tmp_path):
+    """gpushare_kubernetes_version "1.35.2" alone (no kubeadm_package_version): the packages, the
+    apt pin and kubeadm's kubernetesVersion all name 1.35.2, the tags mirror.yml lists."""
+    host = {"solo": {"group": "control_plane", "os": "ubuntu-24.04", "facts": {"hostname": "solo", "default_ipv4": SOLO_IPV4}}}
+    render(tmp_path, "kubeadm", host, {"gpushare_kubernetes_version": "1.35.2"})
+    out = tmp_path / "out" / "kubeadm" / "solo"
+    assert "Pin: version 1.35.2*\n" in (out / "kubernetes.pref").read_text()
+    assert _by_kind(load_docs(out / "init.yaml"))["ClusterConfiguration"]["kubernetesVersion"] == "v1.35.2"

@@ -33,3 +33,16 @@ def test_argument_specs_cover_defaults(role):
         for name in set(options) - set(defaults):
             assert name.startswith(("gpushare_", "__kubernetes_common_")) or name == "kubernetes_common_cluster_hosts" \
                 or name in defaults, f"{role}/{entry}: {name} declared but not a default or inventory variable"
+
+
+@pytest.mark.parametrize("role", ["kubeadm"])
+def test_every_option_has_its_own_description(role):
+    """docs/inventory.md and ansible-doc show these one variable at a time: a comment heading a
+    group of defaults, repeated for each variable, says nothing about most of them."""
+    specs = yaml.safe_load((ROLES / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    for entry, spec in specs.items():
+        by_description = {}
+        for name, option in spec["options"].items():
+            by_description.setdefault(" ".join(str(option["description"]).split()), []).append(name)
+        shared = {text: names for text, names in by_description.items() if len(names) > 1}
+        assert not shared, f"{role}/{entry}: options sharing one description: {sorted(shared.values())}"

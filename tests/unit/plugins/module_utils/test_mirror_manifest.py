@@ -90,6 +90,9 @@ def test_minor_only_kubernetes_leaves_control_plane_tags_unresolved():
     unresolved = {e["repository"] for e in manifest["unresolved"]}
     assert "registry.k8s.io/kube-apiserver" in unresolved and "registry.k8s.io/pause" in unresolved
     assert not any("kube-apiserver" in image for image in _images(manifest))
+    # The advice names the inventory variable that resolves it.
+    (apiserver,) = [e for e in manifest["unresolved"] if e["repository"] == "registry.k8s.io/kube-apiserver"]
+    assert 'set gpushare_kubernetes_version to it (e.g. "1.35.2")' in apiserver["resolve"]
 
 
 def test_precompiled_driver_images_per_kernel():
