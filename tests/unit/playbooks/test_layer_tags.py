@@ -50,6 +50,8 @@ def _hosts_per_play(*args):
     ("host_prep_kernel", True),     # one part of one host role
     ("containerd", True),
     ("all", True),
+    ("tagged", True),
+    ("host_preparation", False),    # a role name without the "_" separator is another tag
 ])
 def test_host_layer_targets_hosts_only_when_asked_for(tags, host_layer_runs):
     plays = _hosts_per_play("-i", str(MULTINODE), str(runner.PLAYBOOKS / "site.yml"), "--tags", tags)
