@@ -235,3 +235,24 @@ def test_one_control_plane_sample_inventory_renders_a_cluster(tmp_path):
     for worker in ("hgx1", "l40s1"):
         assert _join(out, worker)["discovery"]["bootstrapToken"]["apiServerEndpoint"] == "203.0.113.10:6443"
     assert sorted(p.name for p in out.iterdir()) == ["cp1", "hgx1", "l40s1"]
+
+
+def test_microk8s_reset_reads_each_node_name_from_published_facts(tmp_path):
+    """The reset entry point's remove-node step names another host's node; in check mode every
+    step is templated but none runs (and each is guarded by removes: /snap/bin/microk8s)."""
+    if Path("/snap/bin/microk8s").exists():
+        pytest.skip("MicroK8s is installed on this machine: the reset entry point is not run here")
+    playbook = tmp_path / "reset.yml"
+    playbook.write_text(yaml.safe_dump([{"name": "Reset", "hosts": "all", "gather_facts": False, "tasks": [
+        {"name": "Reset", "ansible.builtin.include_role": {"name": "gpushare.cluster.microk8s", "tasks_from": "reset"}}]}]))
+    groups = {"control_plane": {"hosts": {"mk1": {}}}, "workers": {"hosts": {"gpu1": {}, "gpu2": {}}}}
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": groups, "vars": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}))
+    env = dict(os.environ)
+    env.update(ANSIBLE_COLLECTIONS_PATH=collections_dir(), ANSIBLE_NOCOLOR="1", ANSIBLE_HOME=str(tmp_path / "ansible-home"),
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "--check", "-i", str(inventory), str(playbook)],
+                            env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert "TASK [gpushare.cluster.microk8s : Remove the node from the cluster]" in result.stdout
