@@ -35,7 +35,7 @@ def test_argument_specs_cover_defaults(role):
                 or name in defaults, f"{role}/{entry}: {name} declared but not a default or inventory variable"
 
 
-@pytest.mark.parametrize("role", ["kubeadm"])
+@pytest.mark.parametrize("role", ["kubeadm", "microk8s"])
 def test_every_option_has_its_own_description(role):
     """docs/inventory.md and ansible-doc show these one variable at a time: a comment heading a
     group of defaults, repeated for each variable, says nothing about most of them."""
