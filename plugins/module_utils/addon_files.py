@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Tuple
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values
+from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values, isolation
 
 ADDONS = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")
 
@@ -52,6 +52,10 @@ TENANCY_FILES: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("rbac.yaml", ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")),
     ("admission.yaml", ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")),
 )
+# NetworkPolicy, ResourceQuota and LimitRange of the team namespaces, made from the plan's
+# teams section (isolation.boundary_objects); applied after the namespaces, before any pod.
+TENANCY_BOUNDARIES_FILE = "boundaries.yaml"
+TENANCY_APPLY_ORDER = ("namespaces.yaml", TENANCY_BOUNDARIES_FILE, "rbac.yaml", "admission.yaml")
 # Kueue objects in apply order: a ClusterQueue names flavors and its cohort, a LocalQueue its ClusterQueue.
 KUEUE_KIND_ORDER = ("WorkloadPriorityClass", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue")
 
@@ -115,8 +119,11 @@ def _kueue(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, st
 def _tenancy(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, str]:
     del settings  # tenancy has no settings that change its files
     objects = helm_values.objects_for(plan, "tenancy")
-    return {f"manifests/tenancy/{name}": helm_values.to_manifests(_of_kinds(objects, kinds))
-            for name, kinds in TENANCY_FILES}
+    files = {f"manifests/tenancy/{name}": helm_values.to_manifests(_of_kinds(objects, kinds))
+             for name, kinds in TENANCY_FILES}
+    files[f"manifests/tenancy/{TENANCY_BOUNDARIES_FILE}"] = helm_values.to_manifests(
+        isolation.boundary_objects(plan.get("teams") or {}))
+    return files
 
 
 def _monitoring(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, str]:

@@ -22,7 +22,9 @@ from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalo
 
 USES = ("whole", "mig", "shared")
 GPU_KEYS = frozenset(("index", "count", "model", "team", "use", "replicas", "mig", "uuid"))
-TEAM_KEYS = frozenset(("name", "namespaces", "priority", "group", "borrow", "lend", "cpu", "memory"))
+TEAM_KEYS = frozenset(("name", "namespaces", "priority", "group", "borrow", "lend", "cpu", "memory", "namespace_quota"))
+# namespace_quota: the ResourceQuota of each of the team's namespaces (every pod, queued or not).
+NAMESPACE_QUOTA_KEYS = ("pods", "cpu", "memory")
 INT32_MAX = 2 ** 31 - 1
 # Kubernetes DNS-1123 label: namespace, queue and claim names are built from these.
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -53,6 +55,8 @@ class Team:
     lend: Limit = None
     cpu: Optional[str] = None
     memory: Optional[str] = None
+    # Only the keys the inventory sets; isolation.NAMESPACE_QUOTA_DEFAULTS fills the rest.
+    namespace_quota: Tuple[Tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,33 @@ def _check_quantity(team: str, field_name: str, value: Any, errors: List[str]) -
     return text
 
 
+def _check_namespace_quota(team: str, value: Any, errors: List[str]) -> Tuple[Tuple[str, Any], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping):
+        errors.append("team %s, field namespace_quota: must be a mapping with keys %s, got %r"
+                      % (team, ", ".join(NAMESPACE_QUOTA_KEYS), value))
+        return ()
+    result: List[Tuple[str, Any]] = []
+    for key in sorted(value):
+        item = value[key]
+        if key not in NAMESPACE_QUOTA_KEYS:
+            errors.append("team %s, field namespace_quota.%s: unknown key (known: %s)"
+                          % (team, key, ", ".join(NAMESPACE_QUOTA_KEYS)))
+        elif key == "pods":
+            if not _is_int(item) or not 1 <= item <= INT32_MAX:
+                errors.append("team %s, field namespace_quota.pods: must be a positive integer, got %r" % (team, item))
+            else:
+                result.append((key, item))
+        else:
+            quantity = _check_quantity(team, "namespace_quota.%s" % key, item, errors) if item is not None else None
+            if item is None:
+                errors.append("team %s, field namespace_quota.%s: must be a Kubernetes quantity, got None" % (team, key))
+            elif quantity is not None:
+                result.append((key, quantity))
+    return tuple(result)
+
+
 def normalise_teams(teams: Any, errors: List[str]) -> List[Team]:
     """Validate ``gpushare_teams``; append problems to ``errors``."""
     if teams is None:
@@ -215,6 +246,7 @@ def normalise_teams(teams: Any, errors: List[str]) -> List[Team]:
             lend=_check_limit(name, "lend", raw.get("lend"), errors),
             cpu=_check_quantity(name, "cpu", raw.get("cpu"), errors),
             memory=_check_quantity(name, "memory", raw.get("memory"), errors),
+            namespace_quota=_check_namespace_quota(name, raw.get("namespace_quota"), errors),
         ))
     if result:
         top = max(team.priority for team in result)

@@ -129,7 +129,9 @@ def _assemble(teams: Any, nodes: Mapping[str, Any], gpu_facts: Optional[Mapping[
     if dra is not None:
         objects += dra.objects
         warnings += dra.warnings
-    objects += rbac_objects + isolation.queue_policy(backend)
+    objects += rbac_objects + isolation.security_policy() + isolation.nvidia_keys_policy()
+    objects += isolation.queue_policy(backend, isolation.team_priority_classes(inventory.teams, quota.objects),
+                                      dra.shared_claims if dra is not None else None)
     if dra is not None:
         objects += isolation.claim_policies(inventory.teams, dra.template_classes, dra.shared_claims)
     name_errors = _object_name_errors(objects)
@@ -181,6 +183,7 @@ def build_plan(teams: Any, nodes: Mapping[str, Any], gpu_facts: Optional[Mapping
             "lending_limit": limits["lending_limit"],
             "reclaim": limits["reclaim"],
             "queue": team.name,
+            "namespace_quota": isolation.namespace_quota(team),
         }
         if dra is not None:
             entry["shared_claims"] = ["%s/%s" % claim[:2] for claim in dra.shared_claims.get(team.name, [])]

@@ -45,7 +45,9 @@ def test_every_setting_is_a_role_variable_with_a_default_and_a_render_spec(addon
 
 def test_tenancy_apply_walks_the_files_render_writes():
     listed = yaml.safe_load((ROLES / "tenancy" / "vars" / "main.yml").read_text())["__tenancy_files"]
-    assert listed == [name for name, _kinds in addon_files.TENANCY_FILES]
+    assert listed == list(addon_files.TENANCY_APPLY_ORDER)
+    assert sorted(listed) == sorted([name for name, _kinds in addon_files.TENANCY_FILES]
+                                    + [addon_files.TENANCY_BOUNDARIES_FILE])
 
 
 def test_dra_driver_writes_nothing_for_the_device_plugin_backend():
@@ -68,7 +70,8 @@ def test_an_empty_plan_is_refused_naming_the_addon():
 def test_tenancy_files_hold_every_tenancy_object_once():
     plan = _plan("dra")
     files = addon_files.render("tenancy", plan, {})
-    written = [doc for text in files.values() for doc in yaml.safe_load_all(text) if doc]
+    written = [doc for name, text in files.items() if not name.endswith(addon_files.TENANCY_BOUNDARIES_FILE)
+               for doc in yaml.safe_load_all(text) if doc]
     expected = [obj for obj in plan["objects"]
                 if any(obj["kind"] in kinds for _name, kinds in addon_files.TENANCY_FILES)]
     assert sorted((o["kind"], o["metadata"]["name"]) for o in written) == sorted(
