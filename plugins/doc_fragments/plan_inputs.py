@@ -18,7 +18,7 @@ options:
     description:
       - The teams, as in C(gpushare_teams).
       - Each item has C(name), C(namespaces), C(priority) and optionally C(group), C(borrow),
-        C(lend), C(cpu) and C(memory) (see C(docs/quotas.md)).
+        C(lend), C(cpu), C(memory) (see C(docs/quotas.md)) and C(namespace_quota) (see C(docs/security.md)).
     type: list
     elements: dict
     required: true

@@ -106,7 +106,7 @@ def test_render_writes_every_values_file_and_manifest(rendered):
             "values/gpu-operator.yaml", "values/kueue.yaml", "values/kube-prometheus-stack.yaml",
             "manifests/gpu_operator/namespace.yaml", "manifests/gpu_operator/node-labels.yaml",
             "manifests/kueue/queues.yaml", "manifests/tenancy/namespaces.yaml", "manifests/tenancy/rbac.yaml",
-            "manifests/tenancy/admission.yaml", "manifests/monitoring/namespace.yaml",
+            "manifests/tenancy/admission.yaml", "manifests/tenancy/boundaries.yaml", "manifests/monitoring/namespace.yaml",
             "manifests/monitoring/prometheusrule.yaml", "manifests/monitoring/dashboards.yaml",
         }
         dra = {"values/dra-driver-nvidia-gpu.yaml", "manifests/dra_driver/namespace.yaml",
