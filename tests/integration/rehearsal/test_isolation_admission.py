@@ -260,8 +260,10 @@ def test_pod_group_forgery_is_refused(cluster):
 def test_extended_resources_are_refused_or_need_the_queue(cluster):
     info, tess = cluster["info"], _as(cluster, TRAINING_USER)
     dra_extended = _pod("training", name="ext", resources={"deviceclass.resource.kubernetes.io/gpu.nvidia.com": "8"})
-    message = _refused(_create(info, dra_extended, **tess), "queue-name")
-    assert "deviceclass.resource.kubernetes.io/*" in message
+    # The API server reports the first failed validation: the missing queue label, then the resource.
+    _refused(_create(info, dra_extended, **tess), "must carry the label kueue.x-k8s.io/queue-name: training")
+    dra_extended["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "training"
+    _refused(_create(info, dra_extended, **tess), "not nvidia.com/* or deviceclass.resource.kubernetes.io/* resources")
     _refused(_create(info, _pod("training", name="plugin", queue="training", resources={"nvidia.com/gpu": "1"}),
                      **tess), "not nvidia.com/*")
     _refused(_create(info, _pod("training", name="other-ext", resources={"example.com/gpu-40gi": "1"}), **tess),
@@ -292,16 +294,16 @@ def test_jobs_and_deployments_go_through_the_queue(cluster):
         for w in _request(info, "GET", KUEUE_API + "/namespaces/training/workloads")[1].get("items", [])))
     _created(_create(info, _workload("Deployment", "serve", "training", gpu, labels=labels), **tess))
     # The ReplicaSet controller creates the pod (exempt by identity); Kueue gates it.
-    pods = _wait_for("the Deployment's pod", lambda: [
-        p for p in _request(info, "GET", "/api/v1/namespaces/training/pods?labelSelector=app%3Dserve")[1]["items"]])
+    pods = _wait_for("the Deployment's pod", lambda: list(
+        _request(info, "GET", "/api/v1/namespaces/training/pods?labelSelector=app%3Dserve")[1]["items"]))
     assert {"name": "kueue.x-k8s.io/admission"} in pods[0]["spec"].get("schedulingGates", [])
     # Removing the gate is not the team's to do.
-    status, _ = _request(info, "PATCH", "/api/v1/namespaces/training/pods/%s" % pods[0]["metadata"]["name"],
-                         {"spec": {"schedulingGates": []}}, content_type="application/merge-patch+json", **tess)
-    assert status == 403
-    status, _ = _request(info, "PATCH", "/apis/batch/v1/namespaces/training/jobs/fine-tune", {"spec": {"suspend": False}},
-                         content_type="application/merge-patch+json", **tess)
-    assert status == 403
+    ungated = _request(info, "PATCH", "/api/v1/namespaces/training/pods/%s" % pods[0]["metadata"]["name"],
+                       {"spec": {"schedulingGates": []}}, content_type="application/merge-patch+json", **tess)
+    assert ungated[0] == 403, ungated
+    unsuspended = _request(info, "PATCH", "/apis/batch/v1/namespaces/training/jobs/fine-tune", {"spec": {"suspend": False}},
+                           content_type="application/merge-patch+json", **tess)
+    assert unsuspended[0] == 403, unsuspended
 
 
 def test_notebooks_reach_the_shared_gpu_outside_the_queue(cluster):
@@ -356,9 +358,9 @@ def test_claims_are_the_plans_only(cluster):
 
 def test_the_team_cannot_relabel_its_namespace_or_remove_its_boundaries(cluster):
     info, tess = cluster["info"], _as(cluster, TRAINING_USER)
-    status, _ = _request(info, "PATCH", "/api/v1/namespaces/training", {"metadata": {"labels": {
+    relabelled = _request(info, "PATCH", "/api/v1/namespaces/training", {"metadata": {"labels": {
         "pod-security.kubernetes.io/enforce": "privileged"}}}, content_type="application/merge-patch+json", **tess)
-    assert status == 403
+    assert relabelled[0] == 403, relabelled
     for path in ("/apis/networking.k8s.io/v1/namespaces/training/networkpolicies/" + isolation.NETWORK_POLICY,
                  "/api/v1/namespaces/training/resourcequotas/" + isolation.RESOURCE_QUOTA,
                  "/api/v1/namespaces/training/limitranges/" + isolation.LIMIT_RANGE):
