@@ -14,7 +14,7 @@ publishes: ``type``, ``productName``, ``profile``, ``uuid`` and capacity ``memor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog, sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import Team
@@ -66,9 +66,15 @@ def mig_expression(model_key: str, profile: str) -> str:
         _quote(DRIVER), _ATTR, _ATTR, _quote(profile), product_expression(model_key))
 
 
-def memory_floor_gib(memory_mib: int) -> int:
-    """Whole GiB below the catalog figure: the driver's published memory may differ by a few MiB."""
-    return max(1, memory_mib // 1024)
+def memory_floor_gib(model_key: str, profile: Optional[str] = None) -> int:
+    """The "at least N GiB" floor of a template: whole GiB at or below what the driver publishes.
+
+    The figure is ``gpu_catalog.published_memory_mib`` (NVML's total for a full GPU, the
+    profile's NVML memory size for a MIG device), never the size in the name: a floor above
+    it would leave every claim of the template unallocatable (and Kueue would reject the
+    workload). Always at least 1 GiB.
+    """
+    return max(1, gpu_catalog.published_memory_mib(model_key, profile) // 1024)
 
 
 def memory_at_least_expression(gib: int) -> str:
@@ -100,7 +106,7 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
     """DeviceClasses, Kueue mappings, claim templates per team namespace and shared claims."""
     plan = DraPlan()
     whole_models: Dict[str, str] = {}  # resource -> model
-    mig_kinds: Dict[str, Tuple[str, str, int]] = {}  # resource -> (model, profile, memory)
+    mig_kinds: Dict[str, Tuple[str, str]] = {}  # resource -> (model, profile)
     shared: List[Tuple[str, Dict[str, Any]]] = []
     for host in sorted(nodes):
         for gpu in nodes[host].gpus:
@@ -109,7 +115,7 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
             elif gpu["use"] == "mig":
                 for instance in gpu["instances"]:
                     resource = sharing.resource_name("dra", gpu["model"], "mig", instance["profile"])
-                    mig_kinds[resource] = (gpu["model"], instance["profile"], instance["memory_mib"])
+                    mig_kinds[resource] = (gpu["model"], instance["profile"])
             elif gpu["use"] == "shared":
                 shared.append((host, gpu))
 
@@ -125,17 +131,16 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
             expression += " && !(%s.uuid in [%s])" % (_ATTR, ", ".join(_quote(u) for u in pinned))
         plan.objects.append(_device_class(name, expression, "A whole %s GPU" % model))
         plan.device_class_mappings.append({"name": resource, "deviceClassNames": [name]})
-        memory = gpu_catalog.lookup(model).memory_mib
         templates.append(("gpu-%s" % sharing.model_slug(model), name,
-                          [memory_at_least_expression(memory_floor_gib(memory))]))
+                          [memory_at_least_expression(memory_floor_gib(model))]))
     for resource in sorted(mig_kinds):
-        model, profile, memory = mig_kinds[resource]
+        model, profile = mig_kinds[resource]
         name = mig_class_name(model, profile)
         plan.objects.append(_device_class(name, mig_expression(model, profile),
                                           "A %s MIG instance of a %s GPU" % (profile, model)))
         plan.device_class_mappings.append({"name": resource, "deviceClassNames": [name]})
         templates.append(("mig-%s-%s" % (sharing.model_slug(model), sharing.profile_slug(profile)), name,
-                          [memory_at_least_expression(memory_floor_gib(memory))]))
+                          [memory_at_least_expression(memory_floor_gib(model, profile))]))
 
     team_by_name = {team.name: team for team in teams}
     unpinned: List[str] = []

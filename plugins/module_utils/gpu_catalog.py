@@ -16,6 +16,10 @@ publishes no usable memory for a profile, the catalog holds a deliberately low e
 (memory of one slice x slices, or 7/8 of the GB in the name) so a need is never promised
 more memory than the hardware gives; such profiles list ``memory_mib`` as unconfirmed.
 
+``published_memory_mib(model, profile=None)`` gives the memory the NVIDIA DRA driver
+(kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1) publishes as device capacity ``memory``; every
+memory floor the planner writes into a DRA selector is at most that figure.
+
 Pure Python, no I/O, runs on Python 3.8+ (hosts import it through gpu_facts).
 """
 
@@ -446,6 +450,95 @@ def lookup(key_or_product_name_or_pci_id: str) -> GpuModel:
             "or a PCI device ID such as 0x2330" % (key_or_product_name_or_pci_id, ", ".join(MODELS))
         )
     return model
+
+
+# --- memory the DRA driver publishes ------------------------------------------------------
+#
+# kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1, cmd/gpu-kubelet-plugin:
+# - a full GPU: nvlib.go reads NVML ``device.GetMemoryInfo()`` and keeps ``memory.Total``;
+#   partitions.go ``fullGpuCapacity`` publishes it as capacity ``memory`` in bytes.
+# - a MIG device: mig.go ``CommonCapacitiesMig`` publishes the GPU-instance profile's
+#   ``MemorySizeMB`` (MiB, from NVML) x 1 MiB as capacity ``memory``.
+# NVML's total is below the size on the box (the H100 80GB reports 81559 MiB, not 81920),
+# and a selector that asks for more than the device publishes is never satisfied: neither the
+# scheduler nor Kueue (pkg/dra/claims.go evaluates the selectors against the ResourceSlices)
+# would ever place the claim.
+#
+# Full-GPU totals seen in real ``nvidia-smi -q -x`` captures (fb_memory_usage/total, the same
+# NVML total), by product name; files in the reference set's nvidia-smi/ directory.
+CAPTURED_TOTAL_MIB: Dict[str, Tuple[int, str]] = {
+    "NVIDIA H100 80GB HBM3": (81559, "h100-sxm5-80gb-x8-driver-580.xml"),
+    "NVIDIA GB200": (189471, "gb200-x4-arm64-driver-580.xml"),
+    "NVIDIA L40S": (46068, "l40s-x1-driver-595.xml"),
+    "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition": (97887, "rtx-pro-6000-blackwell-maxq-driver-590.xml"),
+    "NVIDIA A100-SXM4-80GB": (81920, "a100-sxm4-80gb-mig-driver-535.xml"),
+    "NVIDIA A100-SXM4-40GB": (40960, "netdata-a100-sxm4-40gb-mig.xml"),
+}
+
+# Where no capture confirms a figure: this share of the catalog's memory. Real NVML totals
+# seen are 96-100 % of the catalog figure (A100 PCIe 40GB reports about 40536 of 40960 MiB).
+UNCONFIRMED_MEMORY_PERCENT = 95
+
+
+@dataclass(frozen=True)
+class PublishedMemory:
+    """What the DRA driver publishes as capacity ``memory`` for one device kind, in MiB."""
+
+    mib: int
+    confirmed: bool  # False: a deliberately low figure no real capture confirms
+    source: str  # the capture, the catalog's NVML profile figure, or why it is an estimate
+
+
+def _safe(mib: int) -> int:
+    return mib * UNCONFIRMED_MEMORY_PERCENT // 100
+
+
+def _product_memory(model: GpuModel, product: str) -> PublishedMemory:
+    if product in CAPTURED_TOTAL_MIB:
+        mib, capture = CAPTURED_TOTAL_MIB[product]
+        return PublishedMemory(mib, True, "NVML total in the real capture %s" % capture)
+    return PublishedMemory(_safe(model.memory_mib), False, "no real capture of %r: %d %% of the catalog's %d MiB"
+                           % (product, UNCONFIRMED_MEMORY_PERCENT, model.memory_mib))
+
+
+def published_memory(model: str, profile: Optional[str] = None) -> PublishedMemory:
+    """The memory the NVIDIA DRA driver v0.4.1 publishes for a device, with its provenance.
+
+    ``model`` is a catalog key, a product name or a PCI device ID (as ``lookup`` takes them).
+    For a product name that a real capture covers, that product's figure; for a key (or an
+    uncaptured product) the lowest figure any product of the key may publish, so that a
+    selector written for the key's DeviceClass holds on every device the class matches.
+    ``profile`` names a MIG profile of the model: its NVML memory size, where a real
+    transcript confirms it, else a safe share of the catalog's (already low) estimate.
+    ValueError for an unknown model or profile.
+    """
+    entry = lookup(model)
+    if profile is not None:
+        mig = entry.profile(profile)
+        if "memory_mib" in mig.unconfirmed_fields:
+            return PublishedMemory(_safe(mig.memory_mib), False, "%s on %s: no NVML transcript; %d %% of the "
+                                   "catalog's estimate of %d MiB" % (mig.name, entry.key, UNCONFIRMED_MEMORY_PERCENT,
+                                                                     mig.memory_mib))
+        return PublishedMemory(mig.memory_mib, True, "%s on %s: NVML GPU-instance profile memory (MemorySizeMB)"
+                               % (mig.name, entry.key))
+    wanted = _normalise(model)
+    for product in entry.product_names:
+        if _normalise(product) == wanted or _normalise(product) == "NVIDIA-" + wanted:
+            return _product_memory(entry, product)
+    figures = [_product_memory(entry, product) for product in entry.product_names]
+    lowest = min(figures, key=lambda figure: figure.mib)
+    if len(figures) > 1 and not all(figure.confirmed for figure in figures):
+        return PublishedMemory(lowest.mib, False, "lowest of the products of %s; %s" % (entry.key, lowest.source))
+    return lowest
+
+
+def published_memory_mib(model: str, profile: Optional[str] = None) -> int:
+    """MiB the NVIDIA DRA driver v0.4.1 publishes as capacity ``memory`` (see ``published_memory``).
+
+    Stable interface: the planner's memory floors and the rehearsal's simulated
+    ResourceSlices both use it.
+    """
+    return published_memory(model, profile).mib
 
 
 def mig_models() -> Iterable[GpuModel]:

@@ -159,3 +159,74 @@ def test_media_and_base_names():
     assert rtx.profile("2g.48gb-me").media == "-me"
     assert rtx.profile("4g.96gb+gfx").media == "+gfx"
     assert rtx.profile("4g.96gb").media == ""
+
+
+# --- memory the DRA driver publishes --------------------------------------------------------
+
+def _captured_totals(reference_dir):
+    """product name -> set of fb_memory_usage totals (MiB) of the full GPUs in the real captures."""
+    import xml.etree.ElementTree as ElementTree
+
+    totals = {}
+    for path in sorted((reference_dir / "nvidia-smi").glob("*.xml")):
+        try:
+            root = ElementTree.parse(path).getroot()
+        except ElementTree.ParseError:
+            continue
+        for gpu in root.iter("gpu"):
+            product, total = gpu.findtext("product_name"), gpu.findtext("fb_memory_usage/total")
+            if product and total and total.endswith(" MiB"):
+                totals.setdefault(product.strip(), {}).setdefault(int(total.split()[0]), path.name)
+    return totals
+
+
+def test_captured_totals_are_the_real_captures(reference_dir):
+    captured = _captured_totals(reference_dir)
+    for product, (mib, capture) in gpu_catalog.CAPTURED_TOTAL_MIB.items():
+        assert captured[product] == {mib: capture}, product
+        assert lookup(product).key  # every captured product is in the catalog
+    # Every catalogued product that a capture shows is used.
+    known = {name for model in MODELS.values() for name in model.product_names}
+    assert {p for p in captured if p in known} == set(gpu_catalog.CAPTURED_TOTAL_MIB)
+
+
+def test_h100_publishes_the_nvml_total_not_the_nominal_size():
+    h100 = gpu_catalog.published_memory("NVIDIA H100 80GB HBM3")
+    assert (h100.mib, h100.confirmed) == (81559, True)
+    assert gpu_catalog.published_memory_mib("NVIDIA H100 80GB HBM3") < MODELS["H100-80GB"].memory_mib
+    # The key also covers products no capture shows: the lowest figure, marked unconfirmed.
+    key = gpu_catalog.published_memory("H100-80GB")
+    assert not key.confirmed and key.mib <= 81559 and "NVIDIA H100 PCIe" in key.source
+    assert gpu_catalog.published_memory("L40S") == gpu_catalog.published_memory("NVIDIA L40S")
+    assert gpu_catalog.published_memory("L40S").confirmed
+    assert gpu_catalog.published_memory_mib("0x2330") == key.mib  # PCI IDs resolve to the key
+
+
+@pytest.mark.parametrize("key", DESIGN_KEYS)
+def test_published_memory_of_every_model_and_profile(key):
+    model = MODELS[key]
+    figures = []
+    for name in (key,) + model.product_names:
+        figure = gpu_catalog.published_memory(name)
+        assert 0 < figure.mib <= model.memory_mib, name
+        assert figure.confirmed == (name in gpu_catalog.CAPTURED_TOTAL_MIB or (
+            name == key and all(p in gpu_catalog.CAPTURED_TOTAL_MIB for p in model.product_names))), name
+        figures.append(figure.mib)
+    assert figures[0] == min(figures[1:])  # the key's figure holds for every product
+    for profile in model.profiles:
+        figure = gpu_catalog.published_memory(key, profile.name)
+        assert 0 < figure.mib <= profile.memory_mib
+        assert figure.confirmed == ("memory_mib" not in profile.unconfirmed_fields)
+        if figure.confirmed:
+            assert figure.mib == profile.memory_mib  # NVML's MemorySizeMB, published as is
+        assert gpu_catalog.published_memory_mib(key, profile.name.upper()) == figure.mib
+        assert figure.mib < gpu_catalog.published_memory_mib(key) or profile.memory_slices == model.memory_slices
+
+
+def test_published_memory_errors_name_the_problem():
+    with pytest.raises(ValueError, match="unknown GPU model"):
+        gpu_catalog.published_memory_mib("H101")
+    with pytest.raises(ValueError, match="does not support MIG"):
+        gpu_catalog.published_memory_mib("L40S", "1g.10gb")
+    with pytest.raises(ValueError, match="profile '9g.1gb' does not exist on H100-80GB"):
+        gpu_catalog.published_memory_mib("H100-80GB", "9g.1gb")
