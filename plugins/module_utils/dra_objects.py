@@ -49,7 +49,17 @@ def mig_class_name(model_key: str, profile: str) -> str:
 
 
 def shared_class_name(model_key: str, team: str) -> str:
+    """Class of a team's standalone shared claims (not counted by Kueue)."""
     return "%s.%s.shared.%s" % (team, sharing.model_slug(model_key), sharing.DRA_GROUP)
+
+
+def lendable_class_name(model_key: str) -> str:
+    """Class of the time-shared GPUs of a model taken whole, counted as ``<model>-shared``."""
+    return "%s.shared.%s" % (sharing.model_slug(model_key), sharing.DRA_GROUP)
+
+
+def uuid_in_expression(uuids: Sequence[str]) -> str:
+    return "%s.uuid in [%s]" % (_ATTR, ", ".join(_quote(u) for u in uuids))
 
 
 def product_expression(model_key: str) -> str:
@@ -128,10 +138,30 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
         if pinned:
             # Shared GPUs known by uuid stay out of the whole-GPU class, so a whole-GPU claim
             # never lands on a GPU the inventory gave to time-sharing.
-            expression += " && !(%s.uuid in [%s])" % (_ATTR, ", ".join(_quote(u) for u in pinned))
+            expression += " && !(%s)" % uuid_in_expression(pinned)
         plan.objects.append(_device_class(name, expression, "A whole %s GPU" % model))
         plan.device_class_mappings.append({"name": resource, "deviceClassNames": [name]})
         templates.append(("gpu-%s" % sharing.model_slug(model), name,
+                          [memory_at_least_expression(memory_floor_gib(model))]))
+
+    # Each time-shared GPU is also one whole device of "<model>-shared", in its owner's quota:
+    # a claim of this class is allocated only while no pod holds the GPU's shared claim (the
+    # claim controller deallocates a standalone claim when its last pod is gone), so a
+    # borrower gets the notebooks' GPU after hours, and never while a notebook uses it.
+    shared_models: Dict[str, List[str]] = {}  # model -> uuids of its shared GPUs (all known) or []
+    for _host, gpu in shared:
+        shared_models.setdefault(gpu["model"], []).append(gpu.get("uuid") or "")
+    for model in sorted(shared_models):
+        resource = sharing.resource_name("dra", model, "shared")
+        name = lendable_class_name(model)
+        expression = whole_gpu_expression(model)
+        uuids = shared_models[model]
+        if all(uuids):
+            expression += " && %s" % uuid_in_expression(sorted(uuids))
+        plan.objects.append(_device_class(
+            name, expression, "A time-shared %s GPU taken whole while none of its sharing pods runs" % model))
+        plan.device_class_mappings.append({"name": resource, "deviceClassNames": [name]})
+        templates.append(("gpu-%s-shared" % sharing.model_slug(model), name,
                           [memory_at_least_expression(memory_floor_gib(model))]))
     for resource in sorted(mig_kinds):
         model, profile = mig_kinds[resource]
@@ -165,9 +195,10 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
         plan.objects.append({
             "apiVersion": RESOURCE_API,
             "kind": "ResourceClaim",
+            # No replica count here: nothing in DRA caps how many pods share one claim (up to
+            # the API's 256 reservations), so the plan does not pretend it does.
             "metadata": {"name": gpu["claim"], "namespace": namespace, "labels": {TEAM_LABEL: team.name},
-                         "annotations": {"gpushare.io/node": host, "gpushare.io/gpu-index": str(gpu["index"]),
-                                         "gpushare.io/replicas": str(gpu.get("replicas", 0))}},
+                         "annotations": {"gpushare.io/node": host, "gpushare.io/gpu-index": str(gpu["index"])}},
             "spec": {"devices": {"requests": [_request(class_name, selectors)]}},
         })
 

@@ -253,8 +253,8 @@ def normalise_teams(teams: Any, errors: List[str]) -> List[Team]:
         tied = [team.name for team in result if team.priority == top]
         if len(tied) > 1:
             errors.append(
-                "teams %s, field priority: the highest priority (%d) must belong to one team, because only "
-                "that team reclaims lent GPUs from any borrower" % (", ".join(tied), top)
+                "teams %s, field priority: the highest priority (%d) must belong to one team, the one whose "
+                "workloads go first and, while borrowing, displace every other borrower" % (", ".join(tied), top)
             )
     return result
 

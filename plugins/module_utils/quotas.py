@@ -7,12 +7,26 @@ Counting rules (docs/quotas.md explains them):
 - a whole GPU is one unit of its model's resource, a MIG instance one unit of its profile's
   resource; a time-sliced GPU under device_plugin is ``replicas`` units of
   ``nvidia.com/gpu.shared`` (or ``nvidia.com/mig-<profile>.shared``);
-- under dra a shared GPU is a standalone ResourceClaim, which Kueue does not count, so it
-  is outside every quota and never lent;
+- under dra the pods that share a GPU use a standalone ResourceClaim, which Kueue does not
+  count (Kueue 0.19 refuses workloads with ``resourceClaimName``), so they run outside Kueue;
+  the GPU itself is one unit of ``gpushare.io/<model>-shared`` in its owner's nominal quota,
+  lent (unless ``lend`` says otherwise) to claims that take it whole while no pod shares it;
 - a team's nominal quota is exactly what it owns, so the nominal quotas of a flavor and
   resource add up to the physical capacity;
 - every ClusterQueue lists every GPU flavor and resource of the cohort (nominal 0 where
   the team owns none): Kueue lets a queue borrow only what it lists.
+
+Reclaim ("what you lend, you get back; production first"), from Kueue v0.19.2
+pkg/scheduler/preemption (classical preemption, no fair sharing):
+- ``reclaimWithinCohort: Any`` on every queue: a workload that fits its queue's nominal quota
+  preempts borrowers in other queues whatever their priority, so every team gets back what it
+  lent (with ``LowerPriority`` only the top-priority team could);
+- ``borrowWithinCohort: LowerPriority`` on every queue: a workload that must borrow may preempt
+  lower-priority workloads, but only in queues that are themselves over their nominal quota
+  (classical/hierarchical_preemption.go collects candidates only from such queues), so
+  borrowing never takes a team's own quota away; among borrowers, priority wins;
+- admission order within the cohort is "fits nominal quota" first, then priority
+  (PrioritySortingWithinCohort, on by default), so production goes first for free capacity.
 """
 
 from __future__ import annotations
@@ -27,6 +41,13 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 TEAM_LABEL = "gpushare.io/team"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 CPU_FLAVOR = "gpushare-cpu"
+RECLAIM_WITHIN_COHORT = "Any"
+BORROW_WITHIN_COHORT = "LowerPriority"
+WITHIN_CLUSTER_QUEUE = "LowerPriority"
+# Kueue's pod webhook gives every unlabelled pod the LocalQueue "default" when one exists in
+# its namespace (pkg/controller/jobs/pod/pod_webhook.go), which would queue the pods of a
+# shared claim, and Kueue 0.19 never admits those.
+KUEUE_DEFAULT_QUEUE = "default"
 
 FlavorResource = Tuple[str, str]
 
@@ -122,7 +143,6 @@ def build_quotas(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan], b
     pairs = sorted(plan.units)
     groups = resource_groups(pairs)
     gpu_resources = sorted({pair[1] for pair in pairs})
-    top_priority = max((team.priority for team in teams), default=0)
 
     for flavor in sorted(plan.flavors):
         model, kind = plan.flavors[flavor]
@@ -179,8 +199,13 @@ def build_quotas(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan], b
                 "flavors": [{"name": CPU_FLAVOR, "resources": [
                     {"name": name, "nominalQuota": value} for name, value in cpu_resources]}],
             })
-        reclaim = "Any" if team.priority == top_priority else "LowerPriority"
-        plan.team_limits[team.name] = {"reclaim": reclaim, **limits}
+        if backend == "dra" and team.name == KUEUE_DEFAULT_QUEUE and any(
+                resource.endswith("-shared") for resource in plan.capacity[team.name]):
+            plan.errors.append(
+                "team %s, field name: its LocalQueue would be called %r, and Kueue gives that queue to every pod "
+                "of the namespace without a queue label, including the pods of the team's shared GPU claim, which "
+                "Kueue 0.19 never admits; rename the team" % (team.name, KUEUE_DEFAULT_QUEUE))
+        plan.team_limits[team.name] = {"reclaim": RECLAIM_WITHIN_COHORT, **limits}
         plan.objects.append({
             "apiVersion": KUEUE_API,
             "kind": "ClusterQueue",
@@ -191,8 +216,9 @@ def build_quotas(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan], b
                 "namespaceSelector": {"matchLabels": {TEAM_LABEL: team.name}},
                 "queueingStrategy": "BestEffortFIFO",
                 "preemption": {
-                    "reclaimWithinCohort": reclaim,
-                    "withinClusterQueue": "LowerPriority",
+                    "reclaimWithinCohort": RECLAIM_WITHIN_COHORT,
+                    "borrowWithinCohort": {"policy": BORROW_WITHIN_COHORT},
+                    "withinClusterQueue": WITHIN_CLUSTER_QUEUE,
                 },
                 "resourceGroups": groups_spec,
             },

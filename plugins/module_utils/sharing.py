@@ -74,6 +74,10 @@ def resource_name(backend: str, model_key: str, use: str, profile: Optional[str]
             return "%s/%s" % (DRA_GROUP, model_slug(model_key))
         if use == "mig":
             return "%s/%s-mig-%s" % (DRA_GROUP, model_slug(model_key), profile_slug(profile or ""))
+        if use == "shared":
+            # The time-shared GPU as one whole device, for claims placed while no pod holds
+            # its shared claim (docs/quotas.md, "Time-shared GPUs under dra").
+            return "%s/%s-shared" % (DRA_GROUP, model_slug(model_key))
     raise ValueError("no quota resource for use %r with backend %s" % (use, backend))
 
 
@@ -213,9 +217,13 @@ class _Planner:
                 resources[name] = gpu.replicas or 0
                 shared_replicas["nvidia.com/gpu"] = self._same_replicas(host, gpu, shared_replicas.get("nvidia.com/gpu"))
             else:
-                # dra: a standalone ResourceClaim shared by the team's pods; Kueue does not count it.
-                entry["flavor"] = None
+                # dra: the pods that share the GPU use a standalone ResourceClaim, outside Kueue
+                # (Kueue 0.19 refuses workloads with resourceClaimName). The GPU itself is counted
+                # as one whole device of its own resource, in the owner's nominal quota, so it can
+                # be lent to a claim that takes it while no pod holds the shared claim.
+                entry["flavor"] = flavor_name(gpu.model, "shared")
                 entry["claim"] = shared_claim_name(host, gpu.index)
+                resources[resource_name(self.backend, gpu.model, "shared")] = 1
             entry["resources"] = resources
             node_gpus.append(entry)
         for index, profile in converted.items():

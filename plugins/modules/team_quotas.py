@@ -19,8 +19,9 @@ description:
     RoleBinding per team namespace and ValidatingAdmissionPolicies with their bindings; with the
     C(dra) backend also DeviceClasses, ResourceClaimTemplates and the ResourceClaims of shared GPUs.
   - For every flavor and resource, the nominal quotas add up exactly to the capacity in the
-    inventory; only the highest-priority team reclaims with C(Any); a ClusterQueue admits only its
-    own team's namespaces.
+    inventory; every team reclaims what it lent from any borrower (C(reclaimWithinCohort=Any)) and a
+    borrowing workload may preempt only lower-priority borrowers (C(borrowWithinCohort=LowerPriority));
+    a ClusterQueue admits only its own team's namespaces.
   - Pure computation with no host access; it never changes anything and supports check mode.
   - Every problem in the input is reported at once, each naming the host, GPU index and field.
 author:

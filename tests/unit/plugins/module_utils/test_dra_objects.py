@@ -36,18 +36,23 @@ def test_example_dra_objects_and_kueue_mappings():
     plan = example_plan()
     classes = by_kind(plan, "DeviceClass")
     assert sorted(key[1] for key in classes) == [
-        "1g.24gb.rtx-pro-6000.gpushare.io", "data.rtx-pro-6000.shared.gpushare.io", "rtx-pro-6000.gpushare.io"]
+        "1g.24gb.rtx-pro-6000.gpushare.io", "data.rtx-pro-6000.shared.gpushare.io", "rtx-pro-6000.gpushare.io",
+        "rtx-pro-6000.shared.gpushare.io"]
     assert plan["kueue_configuration"]["resources"]["deviceClassMappings"] == [
         {"name": "gpushare.io/rtx-pro-6000", "deviceClassNames": ["rtx-pro-6000.gpushare.io"]},
+        {"name": "gpushare.io/rtx-pro-6000-shared", "deviceClassNames": ["rtx-pro-6000.shared.gpushare.io"]},
         {"name": "gpushare.io/rtx-pro-6000-mig-1g.24gb", "deviceClassNames": ["1g.24gb.rtx-pro-6000.gpushare.io"]}]
     templates = by_kind(plan, "ResourceClaimTemplate")
     assert sorted(templates) == [(ns, name) for ns in ("data", "production", "training")
-                                 for name in ("gpu-rtx-pro-6000", "mig-rtx-pro-6000-1g.24gb")]
+                                 for name in ("gpu-rtx-pro-6000", "gpu-rtx-pro-6000-shared", "mig-rtx-pro-6000-1g.24gb")]
     request = templates[("training", "gpu-rtx-pro-6000")]["spec"]["spec"]["devices"]["requests"][0]
     assert request["exactly"]["allocationMode"] == "ExactCount" and request["exactly"]["count"] == 1
     claims = by_kind(plan, "ResourceClaim")
     assert list(claims) == [("data", "shared-gpu1-gpu2")]
-    # The shared claim's class is not mapped: Kueue does not count standalone claims.
+    # No replica count is promised on the claim: DRA caps nothing of the kind.
+    assert set(claims[("data", "shared-gpu1-gpu2")]["metadata"]["annotations"]) == {
+        "gpushare.io/node", "gpushare.io/gpu-index"}
+    # The shared claim's class is not mapped: Kueue does not count standalone claims (it refuses them).
     mapped = {c for m in plan["kueue_configuration"]["resources"]["deviceClassMappings"] for c in m["deviceClassNames"]}
     assert "data.rtx-pro-6000.shared.gpushare.io" not in mapped
 
@@ -66,6 +71,11 @@ def test_shared_claim_is_pinned_by_uuid_when_facts_know_it():
     assert not device_matches(whole, device(RTX, uuid=UUID2))
     assert device_matches(whole, device(RTX, uuid="GPU-3"))
     assert any("no uuid known" in w for w in example_plan()["warnings"])
+    # The lendable class is exactly the time-shared GPU, taken whole.
+    lendable = selector(by_kind(plan, "DeviceClass")[(None, "rtx-pro-6000.shared.gpushare.io")])
+    assert device_matches(lendable, device(RTX, uuid=UUID2))
+    assert not device_matches(lendable, device(RTX, uuid="GPU-3"))
+    assert not device_matches(lendable, device(RTX, kind="mig", profile="1g.24gb", uuid=UUID2))
 
 
 def test_device_class_selectors_on_sample_devices():
@@ -114,7 +124,7 @@ def test_dra_objects_validate_for_kubernetes_1_34_to_1_36():
         if obj["apiVersion"] == dra_objects.RESOURCE_API:
             validate_core(obj)
             checked += 1
-    assert checked == 3 + 6 + 1
+    assert checked == 4 + 9 + 1
 
 
 def test_schema_check_rejects_a_broken_claim():

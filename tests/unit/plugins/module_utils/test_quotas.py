@@ -73,9 +73,13 @@ def test_four_gpu_example_ownership_and_reclaim_order(backend):
     if backend == "device_plugin":
         assert teams["data"]["capacity"] == {"nvidia.com/mig-4g.96gb.shared": 5}
     else:  # a standalone claim: outside Kueue, documented in docs/quotas.md
-        assert teams["data"]["capacity"] == {} and teams["data"]["shared_claims"] == ["data/shared-gpu1-gpu2"]
+        # The notebooks' standalone claim is outside Kueue; the GPU itself is one lendable
+        # whole device of its own resource in the data team's quota (docs/quotas.md).
+        assert teams["data"]["capacity"] == {"gpushare.io/rtx-pro-6000-shared": 1}
+        assert teams["data"]["shared_claims"] == ["data/shared-gpu1-gpu2"]
+    # Every team takes back what it lent, from any borrower (Kueue: reclaimWithinCohort Any).
     assert {name: t["reclaim"] for name, t in teams.items()} == {
-        "production": "Any", "data": "LowerPriority", "training": "LowerPriority"}
+        "production": "Any", "data": "Any", "training": "Any"}
     cqs = queues(plan)
     # Training can borrow everything production and data lend: its queue lists their flavors and
     # resources (nominal 0), has no borrowing limit, and the lenders set no lending limit.
@@ -229,6 +233,8 @@ def physical_units(nodes, backend):
                     units[("mig", model, profile)] += count  # each instance once
             elif backend == "device_plugin":
                 units[("shared", model)] += gpu["replicas"]
+            else:  # dra: the time-shared GPU counted once, as a whole device
+                units[("shared", model)] += 1
     return units
 
 
@@ -266,8 +272,11 @@ def test_queues_cohort_reclaim_and_namespace_invariants(inventory, backend):
     cqs = queues(plan)
     assert set(cqs) == {t["name"] for t in teams}
     assert all(cq["spec"]["cohortName"] == "pool" for cq in cqs.values())
-    top = max(teams, key=lambda t: t["priority"])["name"]
-    assert [n for n, cq in cqs.items() if cq["spec"]["preemption"]["reclaimWithinCohort"] == "Any"] == [top]
+    # What you lend, you get back (every queue reclaims from any borrower); production first
+    # (a borrowing workload may preempt lower-priority workloads of queues over their nominal).
+    for cq in cqs.values():
+        assert cq["spec"]["preemption"] == {"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"},
+                                            "withinClusterQueue": "LowerPriority"}
     all_pairs = set(nominal_sums(plan))
     namespaces = {o["metadata"]["name"]: o["metadata"]["labels"]["gpushare.io/team"] for o in kinds(plan, "Namespace")}
     for team in teams:
@@ -283,3 +292,25 @@ def test_queues_cohort_reclaim_and_namespace_invariants(inventory, backend):
         (ns, t["name"]) for t in teams for ns in t["namespaces"])
     priorities = {w["metadata"]["name"]: w["value"] for w in kinds(plan, "WorkloadPriorityClass")}
     assert priorities == {t["name"]: t["priority"] for t in teams}
+
+
+def test_a_team_called_default_cannot_own_a_shared_gpu_under_dra():
+    teams = [{"name": "default", "namespaces": ["lab"], "priority": 10}]
+    nodes = {"n1": [{"index": 0, "model": "L40S", "team": "default", "use": "shared", "replicas": 4}]}
+    with pytest.raises(PlanError, match=r"team default, field name: its LocalQueue would be called 'default'"):
+        build_plan(teams, nodes, backend="dra")
+    build_plan(teams, nodes, backend="device_plugin")  # counted slots: the pods are queued and admitted
+    build_plan(teams, {"n1": [{"index": 0, "model": "L40S", "team": "default", "use": "whole"}]}, backend="dra")
+
+
+def test_time_shared_gpu_is_lendable_unless_the_owner_says_no():
+    data = load("four_gpu_example.yml")
+    plan = build_plan(data["gpushare_teams"], data["nodes"], backend="dra")
+    cqs = queues(plan)
+    assert quota_of(cqs["data"], "rtx-pro-6000-shared", "gpushare.io/rtx-pro-6000-shared") == {
+        "name": "gpushare.io/rtx-pro-6000-shared", "nominalQuota": 1}
+    assert quota_of(cqs["training"], "rtx-pro-6000-shared", "gpushare.io/rtx-pro-6000-shared")["nominalQuota"] == 0
+    teams = copy.deepcopy(data["gpushare_teams"])
+    teams[1]["lend"] = {"gpushare.io/rtx-pro-6000-shared": 0}
+    kept = queues(build_plan(teams, data["nodes"], backend="dra"))
+    assert quota_of(kept["data"], "rtx-pro-6000-shared", "gpushare.io/rtx-pro-6000-shared")["lendingLimit"] == 0

@@ -72,7 +72,9 @@ def test_same_node_mix_is_fine_with_dra_and_becomes_a_claim():
     assert result.errors == []
     whole, shared = result.nodes["l40s"].gpus
     assert whole["resources"] == {"gpushare.io/l40s": 1}
-    assert shared["resources"] == {} and shared["claim"] == "shared-l40s-gpu1"
+    # The pods share a standalone claim; the GPU counts once, whole, in its own resource.
+    assert shared["resources"] == {"gpushare.io/l40s-shared": 1} and shared["claim"] == "shared-l40s-gpu1"
+    assert shared["flavor"] == "l40s-shared"
     assert result.nodes["l40s"].mig_config is None and result.nodes["l40s"].device_plugin_config is None
 
 
