@@ -8,13 +8,23 @@ From a ``gpushare_plan`` (docs/plan.md) this builds the workloads of the worked 
 - a vLLM Deployment on a whole GPU of the highest-priority team that owns one;
 - one Deployment per named MIG instance (the small models) on the first MIG GPU;
 - as many notebook Pods as the first time-sliced GPU has replicas;
-- a fine-tune Job that needs two whole GPUs, in the lowest-priority team owning one.
+- a fine-tune Job in the lowest-priority team owning a whole GPU, asking for two GPUs when
+  its queue can ever be given two (its own, then a lendable time-shared GPU of the same
+  model and node under dra, then whole GPUs other teams lend), else for one.
 
-Each goes to its team's namespace with that namespace's Kueue LocalQueue label, and asks
-for the GPU the way the plan's backend makes it available: with ``device_plugin`` the
-extended resource the plan counts (``nvidia.com/gpu``, ``nvidia.com/mig-1g.24gb`` ...),
-with ``dra`` the team's ResourceClaimTemplate for the device class Kueue maps to that
-resource, or, for a time-sliced GPU, the shared ResourceClaim. Everything is looked up in
+Each goes to its team's namespace and asks for the GPU the way the plan's backend makes it
+available: with ``device_plugin`` the extended resource the plan counts
+(``nvidia.com/gpu``, ``nvidia.com/mig-1g.24gb`` ...), with ``dra`` the team's
+ResourceClaimTemplate for the device class Kueue maps to that resource. Queue-managed
+workloads carry their namespace's LocalQueue label. The notebooks of a time-sliced GPU
+under ``dra`` reference the team's shared ResourceClaim and carry NO queue label: Kueue
+v0.19 refuses every workload that uses a ResourceClaim directly (workload_controller.go,
+"KueueDRAIntegration feature does not support use of resource claims"), so they run
+outside Kueue, which the team's admission policy allows for exactly such pods.
+
+Every queue-managed example fits its queue: for each resource, no more than the queue's
+nominal quota plus what it may borrow (its borrowing limit, and what the other queues of
+the cohort may lend), and no more devices than one node has. Everything is looked up in
 the plan, never rebuilt, so a workload that cannot be expressed is a plan defect and
 raises ``ValueError``.
 
@@ -27,9 +37,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import names, sharing
 
+_UNLIMITED = 1 << 30
+
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 EXAMPLE_LABEL = "gpushare.io/example"
+DESCRIPTION_ANNOTATION = "gpushare.io/description"
 
 VLLM_IMAGE = "vllm/vllm-openai:v0.11.0"
 SERVING_IMAGE = "nvcr.io/nvidia/tritonserver:25.09-py3"
@@ -102,6 +115,39 @@ class _Plan:
         raise ValueError("%s: no ResourceClaimTemplate in namespace %s requests a device class counted as %s"
                          % (where, namespace, resource))
 
+    def cluster_queue(self, namespace: str) -> Optional[Dict[str, Any]]:
+        queue = self.queue(namespace)
+        local = [obj for obj in self._in_namespace("LocalQueue", namespace) if obj["metadata"]["name"] == queue][0]
+        name = (local.get("spec") or {}).get("clusterQueue")
+        queues = [obj for obj in self.objects if obj.get("kind") == "ClusterQueue"
+                  and (obj.get("metadata") or {}).get("name") == name]
+        return queues[0] if queues else None
+
+    def reachable(self, namespace: str, flavor: str, resource: str) -> int:
+        """Most units of (flavor, resource) the namespace's queue can ever be admitted with.
+
+        Kueue semantics: the queue's nominal quota, plus at most its borrowing limit of what
+        the other queues of its cohort may lend (their lending limit, else their nominal quota).
+        """
+        own = self.cluster_queue(namespace)
+        if own is None:
+            return 0
+        nominal, borrowing, _lending = _quota(own, flavor, resource)
+        cohort = (own.get("spec") or {}).get("cohortName")
+        lendable = 0
+        if cohort:
+            for other in self.objects:
+                if (other.get("kind") != "ClusterQueue" or other is own
+                        or (other.get("spec") or {}).get("cohortName") != cohort):
+                    continue
+                other_nominal, _borrowing, other_lending = _quota(other, flavor, resource)
+                lendable += other_nominal if other_lending is None else min(other_lending, other_nominal)
+        return nominal + min(lendable, _UNLIMITED if borrowing is None else borrowing)
+
+    def nominal(self, namespace: str, flavor: str, resource: str) -> int:
+        own = self.cluster_queue(namespace)
+        return _quota(own, flavor, resource)[0] if own is not None else 0
+
     def shared_claim(self, namespace: str, host: str, gpu: Dict[str, Any], where: str) -> str:
         """The standalone ResourceClaim of a time-sliced GPU (dra)."""
         claims = self._in_namespace("ResourceClaim", namespace)
@@ -109,6 +155,18 @@ class _Plan:
             raise ValueError("%s: no shared ResourceClaim in namespace %s" % (where, namespace))
         named = [c for c in claims if c["metadata"]["name"] == sharing.shared_claim_name(host, gpu["index"])]
         return (named or claims)[0]["metadata"]["name"]
+
+
+def _quota(cluster_queue: Dict[str, Any], flavor: str, resource: str) -> Tuple[int, Optional[int], Optional[int]]:
+    """(nominalQuota, borrowingLimit, lendingLimit) of a ClusterQueue for (flavor, resource)."""
+    for group in (cluster_queue.get("spec") or {}).get("resourceGroups") or []:
+        for item in group.get("flavors") or []:
+            if item.get("name") != flavor:
+                continue
+            for quota in item.get("resources") or []:
+                if quota.get("name") == resource:
+                    return int(quota.get("nominalQuota") or 0), quota.get("borrowingLimit"), quota.get("lendingLimit")
+    return 0, 0, None
 
 
 def _gpu_resource(plan: _Plan, host: str, gpu: Dict[str, Any], profile: Optional[str] = None) -> str:
@@ -126,7 +184,9 @@ def _gpu_resource(plan: _Plan, host: str, gpu: Dict[str, Any], profile: Optional
     return matches[0]
 
 
-def _labels(plan: _Plan, team: str, namespace: str, example: str) -> Dict[str, str]:
+def _labels(plan: _Plan, team: str, namespace: str, example: str, queued: bool = True) -> Dict[str, str]:
+    if not queued:
+        return {EXAMPLE_LABEL: example}
     labels = {QUEUE_LABEL: plan.queue(namespace), EXAMPLE_LABEL: example}
     priority_class = plan.priority_class(team)
     if priority_class:
@@ -148,6 +208,51 @@ def _gpu_request(plan: _Plan, host: str, gpu: Dict[str, Any], namespace: str, co
     names = ["gpu"] if count == 1 else ["gpu-%d" % n for n in range(count)]
     return ({"claims": [{"name": name} for name in names]},
             [{"name": name, "resourceClaimTemplateName": template} for name in names])
+
+
+def _fine_tune_request(plan: _Plan, host: str, gpu: Dict[str, Any], namespace: str,
+                       wanted: int = 2) -> Tuple[Dict[str, Any], List[Dict[str, Any]], str]:
+    """(container resources, pod claims, what it asks for) of a fine-tune its queue can be admitted with.
+
+    Units in this order, each bounded by what the queue can ever get and by the devices of
+    ``host`` (one pod, one node): the team's own whole GPUs of the model; under dra, the
+    time-shared GPUs of that model on the node, which Kueue counts as whole devices and the
+    scheduler hands out only while no pod holds their shared claim; then whole GPUs other
+    teams lend.
+    """
+    model = gpu["model"]
+    node_gpus = plan.plan["nodes"][host].get("gpus") or []
+    whole = [g for g in node_gpus if g.get("use") == "whole" and g.get("model") == model]
+    lendable = [g for g in node_gpus if g.get("use") == "shared" and g.get("model") == model
+                and plan.backend == "dra" and g.get("flavor") and g.get("resources")]
+    whole_resource = _gpu_resource(plan, host, gpu)
+    whole_reach = plan.reachable(namespace, gpu["flavor"], whole_resource)
+    whole_count = min(wanted, plan.nominal(namespace, gpu["flavor"], whole_resource), len(whole))
+    shared_count = 0
+    shared_gpu = lendable[0] if lendable else None
+    if shared_gpu is not None:
+        shared_resource = _gpu_resource(plan, host, shared_gpu)
+        shared_count = min(wanted - whole_count, plan.reachable(namespace, shared_gpu["flavor"], shared_resource),
+                           len(lendable))
+    whole_count += max(0, min(wanted - whole_count - shared_count, whole_reach - whole_count, len(whole) - whole_count))
+    if whole_count + shared_count < 1:
+        raise ValueError("host %s GPU %s: the queue of namespace %s can never be admitted with one %s GPU"
+                         % (host, gpu.get("index"), namespace, model))
+    asks = "%d whole %s GPU%s" % (whole_count, model, "" if whole_count == 1 else "s")
+    if plan.backend == "device_plugin":
+        return {"limits": {whole_resource: whole_count}}, [], asks
+    where = "host %s GPU %s" % (host, gpu.get("index"))
+    claims: List[Dict[str, Any]] = []
+    templates = [plan.claim_template(namespace, whole_resource, where)] * whole_count
+    if shared_count:
+        shared_where = "host %s GPU %s" % (host, shared_gpu.get("index"))
+        templates += [plan.claim_template(namespace, _gpu_resource(plan, host, shared_gpu), shared_where)] * shared_count
+        asks += (" and %d time-shared %s GPU%s of team %s, taken whole once no notebook holds it"
+                 % (shared_count, model, "" if shared_count == 1 else "s", shared_gpu.get("team")))
+    names = ["gpu"] if len(templates) == 1 else ["gpu-%d" % n for n in range(len(templates))]
+    for name, template in zip(names, templates):
+        claims.append({"name": name, "resourceClaimTemplateName": template})
+    return {"claims": [{"name": name} for name in names]}, claims, asks
 
 
 def _pod_spec(container: Dict[str, Any], claims: List[Dict[str, Any]], restart: Optional[str] = None) -> Dict[str, Any]:
@@ -210,6 +315,9 @@ def build_examples(plan_dict: Dict[str, Any]) -> List[Dict[str, Any]]:
     if shared:
         host, gpu = shared
         namespace = plan.namespace(gpu["team"])
+        # Under dra the notebooks share a standalone claim, which Kueue never admits: they are
+        # not queue-managed. Under device_plugin each takes one counted slot through the queue.
+        queued = plan.backend != "dra"
         for number in range(1, int(gpu.get("replicas") or 1) + 1):
             resources, claims = _gpu_request(plan, host, gpu, namespace, 1, shared=True)
             container = {"name": "notebook", "image": NOTEBOOK_IMAGE,
@@ -217,7 +325,7 @@ def build_examples(plan_dict: Dict[str, Any]) -> List[Dict[str, Any]]:
             objects.append({
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": "notebook-%d" % number, "namespace": namespace,
-                             "labels": _labels(plan, gpu["team"], namespace, "notebook")},
+                             "labels": _labels(plan, gpu["team"], namespace, "notebook", queued=queued)},
                 "spec": _pod_spec(container, claims, restart="Never"),
             })
 
@@ -225,14 +333,16 @@ def build_examples(plan_dict: Dict[str, Any]) -> List[Dict[str, Any]]:
     if training:
         host, gpu = training
         namespace = plan.namespace(gpu["team"])
-        resources, claims = _gpu_request(plan, host, gpu, namespace, 2)
+        resources, claims, asks = _fine_tune_request(plan, host, gpu, namespace)
+        count = len(claims) if claims else sum(resources["limits"].values())
         container = {"name": "trainer", "image": TRAINING_IMAGE,
-                     "command": ["torchrun", "--nproc-per-node=2", "/workspace/finetune.py"],
+                     "command": ["torchrun", "--nproc-per-node=%d" % count, "/workspace/finetune.py"],
                      "resources": resources}
         labels = _labels(plan, gpu["team"], namespace, "fine-tune")
         objects.append({
             "apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": "fine-tune", "namespace": namespace, "labels": labels},
+            "metadata": {"name": "fine-tune", "namespace": namespace, "labels": labels,
+                         "annotations": {DESCRIPTION_ANNOTATION: "Asks for %s." % asks}},
             # Kueue unsuspends the Job when the team's quota (plus what it may borrow) fits.
             "spec": {"suspend": True, "parallelism": 1, "completions": 1, "backoffLimit": 0,
                      "template": {"metadata": {"labels": dict(labels)},
