@@ -278,17 +278,82 @@ def _team_table(plan: Dict[str, Any], teams: List[str], colours: Dict[str, str],
     )
 
 
+def _shared_gpus(nodes: List[Tuple[str, List[Dict[str, Any]]]]) -> List[Tuple[str, Dict[str, Any]]]:
+    return [(host, gpu) for host, gpus in nodes for gpu in gpus if gpu["use"] == "shared"]
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(_esc(name) for name in names) if names else "none"
+
+
+def _team_stories(plan: Dict[str, Any], teams: List[str], nodes: List[Tuple[str, List[Dict[str, Any]]]]) -> str:
+    """What each team gets, lends, gets back and borrows, as Kueue v0.19 enforces it.
+
+    Kueue v0.19.2 pkg/scheduler/preemption (classical): with ``reclaimWithinCohort: Any`` a
+    workload within its queue's nominal quota preempts borrowers of any priority; with
+    ``borrowWithinCohort: LowerPriority`` a borrowing workload preempts only lower-priority
+    workloads of queues that are themselves borrowing.
+    """
+    infos = {team: (plan.get("teams") or {}).get(team) or {} for team in teams}
+    backend = plan.get("backend")
+    shared_by_team: Dict[str, List[str]] = {}
+    for host, gpu in _shared_gpus(nodes):
+        shared_by_team.setdefault(gpu.get("team") or "", []).append("%s GPU %d" % (host, gpu["index"]))
+    items = []
+    for team in teams:
+        info = infos[team]
+        priority = info.get("priority", 0)
+        higher = [t for t in teams if infos[t].get("priority", 0) > priority]
+        lower = [t for t in teams if infos[t].get("priority", 0) < priority]
+        capacity = info.get("capacity") or {}
+        lending = info.get("lending_limit") or {}
+        borrowing = info.get("borrowing_limit") or {}
+        reclaim = info.get("reclaim", "—")
+        owns = _esc(_resources_text(capacity)) or "no GPUs"
+        lends = ("what it leaves idle, at most %s" % _esc(_resources_text(lending)) if lending
+                 else "whatever it leaves idle" if capacity else "nothing")
+        if reclaim == "Any":
+            back = ("at once, by preemption of any borrower whatever its priority "
+                    "(<code>reclaimWithinCohort: Any</code>)") if capacity else "—"
+        else:
+            back = "only from lower-priority borrowers (<code>reclaimWithinCohort: %s</code>)" % _esc(reclaim)
+        borrows = ("what the others leave idle, at most %s" % _esc(_resources_text(borrowing)) if borrowing
+                   else "whatever the other teams leave idle")
+        text = ("<li data-team-story=\"%s\"><b>%s</b> (priority %s) gets %s. It lends %s and gets it back %s. "
+                "It borrows %s; a borrowing workload of %s is preempted when the lender takes its quota back, "
+                "and by borrowing workloads of higher-priority teams (%s); while borrowing it displaces "
+                "borrowing workloads of lower-priority teams (%s), never a team's own quota "
+                "(<code>borrowWithinCohort: LowerPriority</code>)."
+                % (_esc(team), _esc(team), _esc(priority), owns, lends, back, borrows, _esc(team),
+                   _names(higher), _names(lower)))
+        if shared_by_team.get(team) and backend == "dra":
+            text += (" Its time-shared GPU%s (%s) %s counted as whole device%s of <code>…-shared</code>: lent only "
+                     "while no pod holds the shared claim, and a borrower placed on it keeps it until it ends "
+                     "(the notebooks are outside Kueue, so Kueue cannot preempt for them); a lending limit of 0 "
+                     "on that resource keeps it."
+                     % ("s" if len(shared_by_team[team]) > 1 else "", _esc("; ".join(shared_by_team[team])),
+                        "are" if len(shared_by_team[team]) > 1 else "is", "s" if len(shared_by_team[team]) > 1 else ""))
+        elif shared_by_team.get(team):
+            text += (" Its time-sliced GPU%s (%s) %s counted in slots, lent as slots: a workload that needs a "
+                     "whole GPU cannot borrow %s." % (
+                         "s" if len(shared_by_team[team]) > 1 else "", _esc("; ".join(shared_by_team[team])),
+                         "are" if len(shared_by_team[team]) > 1 else "is",
+                         "them" if len(shared_by_team[team]) > 1 else "it"))
+        items.append(text + "</li>")
+    return "<ul class=\"stories\">%s</ul>" % "".join(items)
+
+
 def _enforcement(plan: Dict[str, Any], nodes: List[Tuple[str, List[Dict[str, Any]]]]) -> str:
     """Which parts of sharing Kubernetes enforces and which rest on people."""
-    shared = ["%s GPU %d (%d replicas)" % (host, gpu["index"], gpu["replicas"])
-              for host, gpus in nodes for gpu in gpus if gpu["use"] == "shared"]
+    shared = ["%s GPU %d (%d replicas)" % (host, gpu["index"], gpu["replicas"]) for host, gpu in _shared_gpus(nodes)]
     items = [
         "<li><b>Quota</b> — enforced by Kueue: a workload that does not fit its team's nominal quota "
         "plus what it may borrow stays suspended in its team's queue.</li>",
         "<li><b>Borrowing</b> — enforced by Kueue within the cohort <code>%s</code>: a team may use "
         "quota another team leaves idle, up to its borrowing limit.</li>" % _esc(plan.get("cohort", "gpushare")),
-        "<li><b>Reclaim</b> — enforced by Kueue through preemption: a team whose lent quota is needed "
-        "back evicts the borrowers (see the Reclaims column).</li>",
+        "<li><b>Reclaim</b> — enforced by Kueue through preemption: every team takes back what it lent, "
+        "from any borrower; production first: among borrowers, the higher priority displaces the lower, "
+        "and free quota goes to the highest priority first.</li>",
         "<li><b>Isolation</b> — MIG instances are isolated in hardware; whole GPUs belong to one "
         "workload.</li>",
     ]
@@ -299,9 +364,28 @@ def _enforcement(plan: Dict[str, Any], nodes: List[Tuple[str, List[Dict[str, Any
             "Kubernetes does not close idle notebooks.</li>" % _esc("; ".join(shared)))
     if plan.get("backend") == "dra" and shared:
         items.append(
-            "<li><b>DRA and time-sliced GPUs</b>: pods that share a GPU reference one standalone "
-            "ResourceClaim, and Kueue counts only claims made from ResourceClaimTemplates: a "
-            "time-sliced GPU is outside every quota, so it is neither lent nor borrowed.</li>")
+            "<li><b>DRA and time-sliced GPUs</b>: the pods that share a GPU reference one standalone "
+            "ResourceClaim and carry no queue label: Kueue 0.19 refuses every workload that uses a claim "
+            "directly, so they run outside Kueue (the team's admission policy allows exactly these pods). "
+            "The replica count is the intended number of pods; nothing caps it. Kueue counts the GPU "
+            "itself as one whole device of <code>gpushare.io/&lt;model&gt;-shared</code> in the owner's "
+            "quota, taken through the <code>gpu-&lt;model&gt;-shared</code> claim template: the scheduler "
+            "places such a claim only once no pod holds the shared claim (it is released when the last one "
+            "ends).</li>")
+        items.append(
+            "<li><b>The worked day under dra</b>: at 13:00 Kueue, which does not see the notebooks, admits "
+            "the fine-tune (its own GPU plus the lendable time-shared one), and its pod waits for the device "
+            "in the scheduler, not in the queue; with waitForPodsReady Kueue puts it back in the queue and "
+            "retries. At 19:00 the notebooks close, the shared claim is released and the fine-tune starts on "
+            "both GPUs. At 05:10 it ends and the GPU is the notebooks' again. If notebooks come back while it "
+            "runs, they wait until it ends: Kueue cannot preempt on their behalf.</li>")
+    elif shared:
+        items.append(
+            "<li><b>The worked day under device_plugin</b>: the time-sliced GPU is counted in slots "
+            "(<code>nvidia.com/gpu.shared</code> or a time-sliced full-size MIG instance), which the device "
+            "plugin enforces; a workload that needs whole GPUs cannot borrow it. At 13:00 the fine-tune waits "
+            "in its team's queue and at 19:00 it keeps waiting: the notebooks' GPU never becomes a whole GPU. "
+            "Use the dra backend for the story as told.</li>")
     return "<ul class=\"enforcement\">%s</ul>" % "".join(items)
 
 
@@ -389,12 +473,14 @@ def render_html(plan: Dict[str, Any], title: str = "GPU sharing plan") -> str:
         "</pattern></defs></svg>"
         "<h2>Nodes</h2><ul class=\"legend\">%s</ul>%s"
         "<h2>Teams</h2>%s"
+        "<h2>What each team gets, lends and gets back</h2>%s"
         "<h2>Warnings</h2>%s"
         "<h2>Who enforces what</h2>%s</body></html>\n"
         % (_esc(title), _CSS, _esc(title), _esc(plan.get("distribution", "")), _esc(plan.get("kubernetes_version", "")),
            _esc(plan.get("backend", "")), _esc(plan.get("cohort", "")), total_gpus, total_gpus, len(nodes),
            "" if len(nodes) == 1 else "s", total_mig, total_mig, legend, sections,
-           _team_table(plan, teams, colours, counts), warning_html, _enforcement(plan, nodes))
+           _team_table(plan, teams, colours, counts), _team_stories(plan, teams, nodes), warning_html,
+           _enforcement(plan, nodes))
     )
 
 

@@ -156,3 +156,43 @@ def test_summary_for_a_terminal_caps_rows_and_says_how_many_are_left_out(plan):
     assert "- warning 1" in text and "- warning 2" not in text
     assert "... and 3 more warnings" in text
     assert "more" not in plan_report.summary_table(plan)
+
+
+def _planned(backend):
+    import yaml as _yaml
+
+    from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+
+    data = _yaml.safe_load((Path(__file__).resolve().parents[2] / "fixtures" / "inventories" / "four_gpu_example.yml").read_text())
+    return build_plan(data["gpushare_teams"], data["nodes"], backend=backend)
+
+
+def _stories(document):
+    return dict(re.findall(r'<li data-team-story="([^"]+)">(.*?)</li>', document))
+
+
+@pytest.mark.parametrize("backend", ["dra", "device_plugin"])
+def test_report_says_team_by_team_what_each_gets_lends_and_gets_back(backend):
+    stories = _stories(plan_report.render_html(_planned(backend)))
+    assert list(stories) == ["production", "data", "training"]
+    for team, text in stories.items():
+        # Every team takes back what it lent, from any borrower (Kueue reclaimWithinCohort: Any).
+        assert "gets it back at once, by preemption of any borrower whatever its priority" in text, team
+    assert "higher-priority teams (none)" in stories["production"]
+    assert "lower-priority teams (data, training)" in stories["production"]
+    assert "higher-priority teams (production, data)" in stories["training"]
+    if backend == "dra":
+        assert "gpu1 GPU 2" in stories["data"] and "keeps it until it ends" in stories["data"]
+    else:
+        assert "counted in slots, lent as slots" in stories["data"]
+
+
+@pytest.mark.parametrize("backend", ["dra", "device_plugin"])
+def test_report_says_what_happens_on_the_worked_day_instead(backend):
+    document = plan_report.render_html(_planned(backend))
+    if backend == "dra":
+        assert "waits for the device in the scheduler, not in the queue" in document
+        assert "carry no queue label" in document and "nothing caps it" in document
+        assert "outside every quota" not in document
+    else:
+        assert "at 19:00 it keeps waiting" in document
