@@ -22,7 +22,8 @@ ADDONS = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")
 
 # Role variables each add-on's files are made from, without the "<addon>_" prefix.
 SETTINGS: Dict[str, Tuple[str, ...]] = {
-    "gpu_operator": ("release", "namespace", "driver_enabled", "kubelet_root_dir", "mirrors", "extra_values"),
+    "gpu_operator": ("release", "namespace", "driver_enabled", "kubelet_root_dir", "dcgm_dra_attribution", "mirrors",
+                     "extra_values"),
     "dra_driver": ("release", "namespace", "version", "operator_driver", "feature_gates", "compute_domains",
                    "mirrors", "extra_values"),
     "kueue": ("release", "version", "frameworks", "wait_for_pods_ready_timeout",
@@ -75,11 +76,14 @@ def _gpu_operator(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[
     values = helm_values.gpu_operator_values(plan, {
         "driver_enabled": bool(settings["driver_enabled"]), "mirrors": settings["mirrors"],
         "dcgm_metrics_csv": settings["dcgm_metrics_csv"], "kubelet_root_dir": settings["kubelet_root_dir"],
-        "extra_values": settings["extra_values"]})
+        "dcgm_dra_attribution": bool(settings["dcgm_dra_attribution"]), "extra_values": settings["extra_values"]})
     return {
         f"values/{settings['release']}.yaml": helm_values.to_yaml(values),
         "manifests/gpu_operator/namespace.yaml": helm_values.to_manifests([_privileged_namespace(settings["namespace"])]),
         "manifests/gpu_operator/node-labels.yaml": helm_values.to_manifests(helm_values.node_objects(plan)),
+        # Empty ("") unless the backend is dra: what dcgm-exporter needs to attribute DRA devices.
+        "manifests/gpu_operator/dcgm-exporter-rbac.yaml": helm_values.to_manifests(helm_values.dcgm_exporter_rbac(
+            plan, settings["namespace"], bool(settings["dcgm_dra_attribution"]))),
     }
 
 

@@ -51,6 +51,24 @@ MICROK8S_TOOLKIT_ENV = [
 ]
 MICROK8S_KUBELET_DIR = "/var/snap/microk8s/common/var/lib/kubelet"
 
+# NVIDIA Container Toolkit v1.20.0 (the GPU Operator v26.7.0 default), cmd/nvidia-ctk-installer/
+# toolkit/toolkit.go: this variable sets the config option accept-nvidia-visible-devices-envvar-
+# when-unprivileged (default true). False: an unprivileged container that sets
+# NVIDIA_VISIBLE_DEVICES itself gets no GPU. Allocated GPUs still arrive, through CDI
+# (cdi.enabled; the operator's device plugin then uses DEVICE_LIST_STRATEGY
+# cdi-annotations,cdi-cri, and the DRA driver always uses CDI); the operator's own pods that
+# set the variable are privileged.
+TOOLKIT_ENV = [{"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"}]
+
+# dcgm-exporter as GPU Operator v26.7.0 deploys it (4.6.0-4.8.3): DaemonSet service account
+# (assets/state-dcgm-exporter/0100_service_account.yaml) and the resource names it maps to pods
+# without NVIDIA_RESOURCE_NAMES (internal/pkg/transformation/kubernetes.go: nvidia.com/gpu and
+# the prefix nvidia.com/mig-).
+DCGM_EXPORTER_SERVICE_ACCOUNT = "nvidia-dcgm-exporter"
+DCGM_EXPORTER_DRA_ROLE = "gpushare-dcgm-exporter-dra"
+DCGM_EXPORTER_MAPPED = ("nvidia.com/gpu",)
+DCGM_EXPORTER_MAPPED_PREFIX = "nvidia.com/mig-"
+
 KUEUE_FRAMEWORKS = [
     "batch/job",
     "jobset.x-k8s.io/jobset",
@@ -239,12 +257,73 @@ def mig_parted_config(plan: Mapping[str, Any]) -> Dict[str, Any]:
     return config
 
 
+def time_sliced_resources(plan: Mapping[str, Any]) -> List[str]:
+    """Device-plugin resources of time-sliced GPUs in the plan (``*.shared``), sorted."""
+    names = set()
+    for host in sorted(plan.get("nodes") or {}):
+        for gpu in (plan["nodes"][host] or {}).get("gpus") or []:
+            names.update(name for name in (gpu.get("resources") or {}) if str(name).endswith(".shared"))
+    return sorted(names)
+
+
+def dcgm_exporter_env(plan: Mapping[str, Any], dra_attribution: bool = True) -> List[Dict[str, str]]:
+    """Environment the GPU Operator gives dcgm-exporter so every GPU is attributed to its pods.
+
+    dcgm-exporter 4.6.0-4.8.3 (pkg/cmd/app.go, internal/pkg/transformation/kubernetes.go):
+    - ``dra``: ``KUBERNETES_ENABLE_DRA`` maps the devices of a pod's ResourceClaims (kubelet
+      pod-resources API) to GPUs through the driver's ResourceSlices; without it no DRA device
+      is attributed. ``KUBERNETES_VIRTUAL_GPUS`` must stay off there: with it the exporter
+      returns before its DRA mapping.
+    - ``device_plugin``: the exporter maps only ``nvidia.com/gpu`` and ``nvidia.com/mig-*``
+      unless ``NVIDIA_RESOURCE_NAMES`` lists more, so time-sliced ``nvidia.com/gpu.shared`` is
+      listed; ``KUBERNETES_VIRTUAL_GPUS`` gives every pod sharing a GPU its own series (without
+      it the exporter keeps one pod per device, the last it saw).
+    """
+    if plan.get("backend") == "dra":
+        return [{"name": "KUBERNETES_ENABLE_DRA", "value": "true"}] if dra_attribution else []
+    shared = time_sliced_resources(plan)
+    if not shared:
+        return []
+    env = []
+    unmapped = [name for name in shared
+                if name not in DCGM_EXPORTER_MAPPED and not name.startswith(DCGM_EXPORTER_MAPPED_PREFIX)]
+    if unmapped:
+        env.append({"name": "NVIDIA_RESOURCE_NAMES", "value": ",".join(unmapped)})
+    env.append({"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"})
+    return env
+
+
+def dcgm_exporter_rbac(plan: Mapping[str, Any], namespace: str, dra_attribution: bool = True) -> List[Dict[str, Any]]:
+    """The read access to ResourceSlices dcgm-exporter needs under ``dra`` (none otherwise).
+
+    The operator's exporter ClusterRole grants pods only (v26.7.0
+    assets/state-dcgm-exporter/0210_clusterrole.yaml: "TODO: Add resourceSlices permissions").
+    The exporter watches ResourceSlices (internal/pkg/transformation/dra.go, a
+    ``resource.k8s.io/v1beta1`` informer) and reads no ResourceClaim: claim names come from the
+    kubelet's pod-resources API. So: get/list/watch on resourceslices, nothing else.
+    """
+    if plan.get("backend") != "dra" or not dra_attribution:
+        return []
+    labels = {"app.kubernetes.io/managed-by": "gpushare.cluster", "app.kubernetes.io/part-of": "gpushare"}
+    return [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": DCGM_EXPORTER_DRA_ROLE, "labels": dict(labels)},
+         "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
+                    "verbs": ["get", "list", "watch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": DCGM_EXPORTER_DRA_ROLE, "labels": dict(labels)},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": DCGM_EXPORTER_DRA_ROLE},
+         "subjects": [{"kind": "ServiceAccount", "name": DCGM_EXPORTER_SERVICE_ACCOUNT, "namespace": namespace}]},
+    ]
+
+
 def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, Any]:
     """Values for the gpu-operator chart.
 
     settings: ``driver_enabled`` (bool), ``mirrors``, ``dcgm_metrics_csv`` (text),
     ``mig_config_name``, ``device_plugin_config_name``, ``dcgm_metrics_config_name``,
-    ``kubelet_root_dir`` (optional), ``extra_values`` (merged last).
+    ``kubelet_root_dir`` (optional), ``dcgm_dra_attribution`` (bool, default true),
+    ``extra_values`` (merged last).
     """
     plan = _check_plan(plan)
     mirrors = settings.get("mirrors") or {}
@@ -259,7 +338,8 @@ def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
             "repository": mirror_repository(nvcr, mirrors),
             "manager": {"repository": mirror_repository(f"{nvcr}/cloud-native", mirrors)},
         },
-        "toolkit": {"enabled": True, "repository": mirror_repository(f"{nvcr}/k8s", mirrors)},
+        "toolkit": {"enabled": True, "repository": mirror_repository(f"{nvcr}/k8s", mirrors),
+                    "env": copy.deepcopy(TOOLKIT_ENV)},
         "devicePlugin": {"repository": mirror_repository(nvcr, mirrors)},
         "dcgm": {"repository": mirror_repository(f"{nvcr}/cloud-native", mirrors)},
         "dcgmExporter": {
@@ -289,8 +369,18 @@ def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
             "name": settings.get("dcgm_metrics_config_name", "gpushare-dcgm-metrics"),
             "data": str(settings["dcgm_metrics_csv"]),
         }
+    dra_attribution = bool(settings.get("dcgm_dra_attribution", True))
+    exporter_env = dcgm_exporter_env(plan, dra_attribution)
+    if exporter_env:
+        values["dcgmExporter"]["env"] = exporter_env
+    if plan["backend"] == "dra" and dra_attribution:
+        # The exporter's DaemonSet does not mount its service-account token unless pod
+        # metadata is on (v26.7.0 controllers/object_controls.go, TransformDCGMExporter), and
+        # the DRA mapping reads ResourceSlices through the API. enablePodUID turns the mount on
+        # (and adds the pod's uid, one value per pod like the pod label).
+        values["dcgmExporter"]["enablePodUID"] = True
     if plan["distribution"] == "microk8s":
-        values["toolkit"]["env"] = copy.deepcopy(MICROK8S_TOOLKIT_ENV)
+        values["toolkit"]["env"] += copy.deepcopy(MICROK8S_TOOLKIT_ENV)
     if settings.get("kubelet_root_dir"):
         values["hostPaths"] = {"kubeletRootDir": str(settings["kubelet_root_dir"])}
     if plan["backend"] == "dra":

@@ -53,7 +53,8 @@ def test_gpu_operator_microk8s_toolkit_paths_only_on_microk8s(dra_plan, dp_plan)
     env = {e["name"]: e["value"] for e in hv.gpu_operator_values(dra_plan, {})["toolkit"]["env"]}
     assert env["CONTAINERD_SOCKET"] == "/var/snap/microk8s/common/run/containerd.sock"
     assert env["CONTAINERD_CONFIG"].endswith("containerd-template.toml")
-    assert "env" not in hv.gpu_operator_values(dp_plan, {})["toolkit"]
+    assert [e["name"] for e in hv.gpu_operator_values(dp_plan, {})["toolkit"]["env"]] == [
+        "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED"]
 
 
 def test_gpu_operator_device_plugin_configs_come_from_the_plan(dp_plan):
@@ -250,3 +251,73 @@ def test_manifest_helpers_round_trip(dra_plan):
         hv.prometheus_rule("gpushare", "monitoring", "groups: [{name: g, rules: []}]", "groups: [{name: g, rules: []}]")
     cm = hv.dashboard_configmap("d", "monitoring", "d.json", "{}")
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+
+
+# --- dcgm-exporter attribution and the container toolkit (issue: no GPU attributed under dra) ----
+
+def _env(values, section):
+    return {e["name"]: e["value"] for e in values[section].get("env") or []}
+
+
+def test_unprivileged_containers_cannot_take_gpus_by_environment(dra_plan, dp_plan):
+    # Container toolkit v1.20.0: ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED sets
+    # accept-nvidia-visible-devices-envvar-when-unprivileged, true unless told otherwise.
+    for plan in (dra_plan, dp_plan):
+        values = hv.gpu_operator_values(plan, {})
+        assert _env(values, "toolkit")["ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED"] == "false"
+        # GPUs that are allocated still arrive, through CDI.
+        assert values["cdi"]["enabled"] is True
+
+
+def test_dcgm_exporter_attributes_dra_devices(dra_plan):
+    values = hv.gpu_operator_values(dra_plan, {})
+    env = _env(values, "dcgmExporter")
+    assert env == {"KUBERNETES_ENABLE_DRA": "true"}  # and no KUBERNETES_VIRTUAL_GPUS: it skips the DRA mapping
+    assert values["dcgmExporter"]["enablePodUID"] is True  # the operator mounts the token only then
+    role, binding = hv.dcgm_exporter_rbac(dra_plan, "gpu-operator")
+    assert role["kind"] == "ClusterRole" and role["rules"] == [
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["get", "list", "watch"]}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "nvidia-dcgm-exporter", "namespace": "gpu-operator"}]
+    off = hv.gpu_operator_values(dra_plan, {"dcgm_dra_attribution": False})
+    assert "env" not in off["dcgmExporter"] and "enablePodUID" not in off["dcgmExporter"]
+    assert hv.dcgm_exporter_rbac(dra_plan, "gpu-operator", False) == []
+
+
+def test_dcgm_exporter_attributes_time_sliced_gpus_under_device_plugin(dp_plan):
+    def with_shared(resource):
+        plan = copy.deepcopy(dp_plan)
+        for host in plan["nodes"]:
+            for gpu in plan["nodes"][host]["gpus"]:
+                gpu["resources"] = {(resource if name.endswith(".shared") else name): count
+                                    for name, count in gpu["resources"].items()
+                                    if resource or not name.endswith(".shared")}
+        return plan
+
+    assert hv.time_sliced_resources(dp_plan) == ["nvidia.com/gpu.shared"]
+    env = _env(hv.gpu_operator_values(dp_plan, {}), "dcgmExporter")
+    # The exporter maps nvidia.com/gpu and nvidia.com/mig-* only; .shared must be listed, and
+    # every pod sharing the GPU gets its own series only with KUBERNETES_VIRTUAL_GPUS.
+    assert env == {"NVIDIA_RESOURCE_NAMES": "nvidia.com/gpu.shared", "KUBERNETES_VIRTUAL_GPUS": "true"}
+    assert hv.dcgm_exporter_rbac(dp_plan, "gpu-operator") == []
+    # A time-sliced full-size MIG instance (nvidia.com/mig-<profile>.shared) is mapped by prefix.
+    env = _env(hv.gpu_operator_values(with_shared("nvidia.com/mig-7g.80gb.shared"), {}), "dcgmExporter")
+    assert env == {"KUBERNETES_VIRTUAL_GPUS": "true"}
+    # Nothing time-sliced: the exporter's defaults already map every GPU to its one pod.
+    assert "env" not in hv.gpu_operator_values(with_shared(None), {})["dcgmExporter"]
+
+
+def test_dcgm_exporter_settings_exist_in_the_pinned_chart(reference_dir, dra_plan, dp_plan):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "unit" / "roles"))
+    from addon_checks import values_problems
+
+    upstream = yaml.safe_load((reference_dir / "gpu-operator" / "values.yaml").read_text())
+    for key in ("env", "enablePodUID"):
+        assert key in upstream["dcgmExporter"], key
+    assert "env" in upstream["toolkit"]
+    assert upstream["toolkit"]["version"] == "v1.20.0"  # the toolkit whose setting name is used
+    assert upstream["dcgmExporter"]["version"].startswith("4.6.0-4.8.3")  # the exporter read for the env names
+    for plan in (dra_plan, dp_plan):
+        assert values_problems("gpu-operator", hv.gpu_operator_values(plan, {}), reference_dir) == []
