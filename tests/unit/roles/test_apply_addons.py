@@ -54,8 +54,10 @@ def apply(tmp: Path, roles, cluster_state: dict, extra_vars: dict | None = None)
 
 
 def fresh_cluster(**changes):
+    # The API server serves resource.k8s.io/v1beta1 as docs/monitoring.md asks under dra.
     state = {"nodes": {"gpu1": {"labels": {}}}, "pods": [], "mig_result": {"gpu1": "success"}, "logs": {},
-             "slice_nodes": ["gpu1"], "crds": [], "calls": []}
+             "slice_nodes": ["gpu1"], "crds": [], "calls": [],
+             "served_api_versions": ["resource.k8s.io/v1", "resource.k8s.io/v1beta1"]}
     state.update(changes)
     return state
 
@@ -68,9 +70,14 @@ def test_apply_installs_every_chart_and_object_of_the_plan(tmp_path):
     assert releases["dra-driver-nvidia-gpu"]["chart"] == "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
     assert releases["kueue"]["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
     assert releases["kube-prometheus-stack"]["version"] == "88.5.3"
-    # fresh cluster without the prometheus-operator CRDs: Kueue goes in without its ServiceMonitor
-    assert releases["kueue"]["set_values"] == [{"value": "enablePrometheus=false"}]
+    # fresh cluster without the prometheus-operator CRDs: Kueue goes in without its ServiceMonitor,
+    # and the monitoring role, once it has installed the CRDs, upgrades the release with it: the
+    # first run is complete (before, a second run was needed).
     assert "the ServiceMonitor CRD is not installed yet" in result.stdout
+    assert state["helm_installs"] == ["gpu-operator", "dra-driver-nvidia-gpu", "kueue", "kube-prometheus-stack", "kueue"]
+    assert releases["kueue"]["set_values"] is None
+    # dcgm-exporter may read the DRA ResourceSlices (the plan's backend is dra)
+    assert ("ClusterRole", "gpushare-dcgm-exporter-dra") in {(o["kind"], o["name"]) for o in state["applied"]}
     applied = {(o["kind"], o["name"]) for o in state["applied"]}
     plan = inventory_plan("example")
     assert {(o["kind"], o["metadata"]["name"]) for o in plan["objects"]} <= applied
@@ -81,10 +88,34 @@ def test_apply_installs_every_chart_and_object_of_the_plan(tmp_path):
     # the GPU node got the plan's labels after the operator was ready
     assert plan["nodes"]["gpu1"]["labels"].items() <= state["nodes"]["gpu1"]["labels"].items()
     modules = [c["module"] for c in state["calls"]]
-    assert set(modules) <= {"helm", "k8s", "k8s_info", "k8s_drain", "k8s_log"}
+    assert set(modules) <= {"helm", "helm_info", "k8s", "k8s_info", "k8s_drain", "k8s_log"}
     first_label = next(i for i, c in enumerate(state["calls"]) if c.get("state") == "patched")
     policy_read = next(i for i, c in enumerate(state["calls"]) if c.get("kind") == "ClusterPolicy")
     assert policy_read < first_label
+
+
+def test_monitoring_leaves_a_kueue_release_that_has_its_service_monitor_alone(tmp_path):
+    result, state = apply(tmp_path, ("kueue", "monitoring"), fresh_cluster(crds=["servicemonitors.monitoring.coreos.com"]))
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert state["helm_installs"] == ["kueue", "kube-prometheus-stack"]
+
+
+def test_monitoring_without_kueue_installs_no_kueue(tmp_path):
+    result, state = apply(tmp_path, ("monitoring",), fresh_cluster())
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert state["helm_installs"] == ["kube-prometheus-stack"]
+
+
+def test_gpu_operator_stops_before_the_chart_when_dcgm_exporter_could_not_watch_resource_slices(tmp_path):
+    cluster = fresh_cluster(served_api_versions=["resource.k8s.io/v1"])  # Kubernetes 1.34+ defaults
+    result, state = apply(tmp_path, ("gpu_operator",), cluster)
+    assert result.returncode != 0
+    assert "through resource.k8s.io/v1beta1, and this API server does not serve that version" in " ".join(
+        result.stdout.split()), result.stdout[-3000:]
+    assert "gpu-operator" not in state.get("releases", {})
+    result, state = apply(tmp_path, ("gpu_operator",), cluster, {"gpu_operator_dcgm_dra_attribution": False})
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert ("ClusterRole", "gpushare-dcgm-exporter-dra") not in {(o["kind"], o["name"]) for o in state.get("applied", [])}
 
 
 def test_apply_with_monitoring_first_keeps_the_kueue_service_monitor(tmp_path):
