@@ -327,12 +327,15 @@ def _team_stories(plan: Dict[str, Any], teams: List[str], nodes: List[Tuple[str,
                 % (_esc(team), _esc(team), _esc(priority), owns, lends, back, borrows, _esc(team),
                    _names(higher), _names(lower)))
         if shared_by_team.get(team) and backend == "dra":
-            text += (" Its time-shared GPU%s (%s) %s counted as whole device%s of <code>…-shared</code>: lent only "
-                     "while no pod holds the shared claim, and a borrower placed on it keeps it until it ends "
-                     "(the notebooks are outside Kueue, so Kueue cannot preempt for them); a lending limit of 0 "
-                     "on that resource keeps it."
-                     % ("s" if len(shared_by_team[team]) > 1 else "", _esc("; ".join(shared_by_team[team])),
-                        "are" if len(shared_by_team[team]) > 1 else "is", "s" if len(shared_by_team[team]) > 1 else ""))
+            several = len(shared_by_team[team]) > 1
+            resources = sorted(name for name in capacity if name.endswith("-shared"))
+            text += (" Its time-shared GPU%s (%s) %s also counted as whole device%s of %s: Kueue lends %s like any "
+                     "quota (it does not see the notebooks), the scheduler places a borrower on %s only once no pod "
+                     "holds the shared claim, and that borrower keeps it until it ends; Kueue cannot preempt it for "
+                     "the notebooks. A lending limit of 0 on that resource keeps it."
+                     % ("s" if several else "", _esc("; ".join(shared_by_team[team])), "are" if several else "is",
+                        "s" if several else "", ", ".join("<code>%s</code>" % _esc(r) for r in resources) or "—",
+                        "them" if several else "it", "one" if several else "it"))
         elif shared_by_team.get(team):
             text += (" Its time-sliced GPU%s (%s) %s counted in slots, lent as slots: a workload that needs a "
                      "whole GPU cannot borrow %s." % (
