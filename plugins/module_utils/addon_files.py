@@ -77,14 +77,16 @@ def _gpu_operator(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[
         "driver_enabled": bool(settings["driver_enabled"]), "mirrors": settings["mirrors"],
         "dcgm_metrics_csv": settings["dcgm_metrics_csv"], "kubelet_root_dir": settings["kubelet_root_dir"],
         "dcgm_dra_attribution": bool(settings["dcgm_dra_attribution"]), "extra_values": settings["extra_values"]})
-    return {
+    files = {
         f"values/{settings['release']}.yaml": helm_values.to_yaml(values),
         "manifests/gpu_operator/namespace.yaml": helm_values.to_manifests([_privileged_namespace(settings["namespace"])]),
         "manifests/gpu_operator/node-labels.yaml": helm_values.to_manifests(helm_values.node_objects(plan)),
-        # Empty ("") unless the backend is dra: what dcgm-exporter needs to attribute DRA devices.
-        "manifests/gpu_operator/dcgm-exporter-rbac.yaml": helm_values.to_manifests(helm_values.dcgm_exporter_rbac(
-            plan, settings["namespace"], bool(settings["dcgm_dra_attribution"]))),
     }
+    # dra only: the read access dcgm-exporter needs to attribute DRA devices to pods.
+    rbac = helm_values.dcgm_exporter_rbac(plan, settings["namespace"], bool(settings["dcgm_dra_attribution"]))
+    if rbac:
+        files["manifests/gpu_operator/dcgm-exporter-rbac.yaml"] = helm_values.to_manifests(rbac)
+    return files
 
 
 def _dra_driver(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, str]:

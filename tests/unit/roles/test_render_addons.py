@@ -110,7 +110,9 @@ def test_render_writes_every_values_file_and_manifest(rendered):
             "manifests/monitoring/prometheusrule.yaml", "manifests/monitoring/dashboards.yaml",
         }
         dra = {"values/dra-driver-nvidia-gpu.yaml", "manifests/dra_driver/namespace.yaml",
-               "manifests/dra_driver/deviceclasses.yaml", "manifests/dra_driver/claims.yaml"}
+               "manifests/dra_driver/deviceclasses.yaml", "manifests/dra_driver/claims.yaml",
+               # dcgm-exporter may read the ResourceSlices (dra only)
+               "manifests/gpu_operator/dcgm-exporter-rbac.yaml"}
         if name == "example-device-plugin":
             assert set(files) == expected, files
         else:
