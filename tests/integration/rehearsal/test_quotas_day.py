@@ -125,7 +125,12 @@ def _slice(plan):
         common = {"productName": {"string": RTX}, "architecture": {"string": "Blackwell"}}
         if gpu["use"] == "mig":
             for inst in gpu["instances"]:
-                devices.append({"name": "gpu-%d-mig-%d" % (gpu["index"], inst["start"]),
+                # The driver's canonical name (v0.4.1 mig.go ToCanonicalName): profile without dots,
+                # GI profile ID, placement start.
+                profile_id = gpu_catalog.lookup(gpu["model"]).profile(inst["profile"]).id
+                name = "gpu-%d-mig-%s-%d-%d" % (gpu["index"], inst["profile"].replace(".", "").replace("+", "-"),
+                                                profile_id, inst["start"])
+                devices.append({"name": name,
                                 "attributes": dict(common, type={"string": "mig"}, profile={"string": inst["profile"]},
                                                    uuid={"string": "MIG-%d-%d" % (gpu["index"], inst["start"])},
                                                    parentUUID={"string": UUIDS[gpu["index"]]}),
