@@ -220,7 +220,7 @@ def test_the_worked_day_on_a_real_scheduler_and_kueue(day):
                                                 .get("status") or {}).get("allocation"), timeout=120)
     placed = _wait("fine-tune running", lambda: next(
         (p for p in _pods(info, "training", "fine-tune") if p.get("status", {}).get("phase") == "Running"), None),
-        timeout=180)
+        timeout=330)  # at worst the scheduler's 5-minute flush of unschedulable pods
     # GPU 2 (the notebooks' GPU, borrowed) and the whole GPU vLLM does not hold (GPU 3 in the story).
     assert _allocated_devices(info, "training", placed) == sorted(["gpu-2", ({"gpu-0", "gpu-3"} - set(serving_gpu)).pop()])
 
@@ -265,4 +265,4 @@ def test_a_lower_priority_team_takes_its_lent_gpu_back_from_production(day):
         (w for w in _workloads(info, "training") if w["metadata"]["name"].startswith("job-own-gpu")
          and _condition(w, "Admitted")), None), timeout=120)
     _wait("training's pod running", lambda: [p for p in _pods(info, "training", "own-gpu")
-                                             if p.get("status", {}).get("phase") == "Running"], timeout=180)
+                                             if p.get("status", {}).get("phase") == "Running"], timeout=330)
