@@ -1,0 +1,182 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: rehearsal_day
+short_description: Run a day of GPU workloads against a rehearsal control plane and judge it
+version_added: 0.2.0
+description:
+  - Part of the rehearsal (docs/rehearsal.md). With I(state=world), creates the simulated GPU
+    world of a plan on the API server of I(kubeconfig) - one Node per host with the plan's
+    labels, handed to kwok, and for the C(dra) backend the ResourceSlices the NVIDIA DRA driver
+    v0.4.1 would publish, for C(device_plugin) the extended resources the device plugin would
+    advertise. Only what is missing or different is changed, so a second run reports no change.
+  - With I(state=day), runs the steps (C(gpushare_rehearsal_steps), default the worked day
+    derived from the plan): each step deletes and submits workloads as the team's own user
+    (I(team_kubeconfigs)), waits until nothing changes for I(settle) seconds (at most
+    I(timeout)), records every team's admitted, pending, preempted and denied workloads, what
+    it borrows and lends, which device each claim got, and judges the step's expectations.
+  - Fails, naming each unmet expectation and each refused object, when the day does not go as
+    expected; the result document is returned (and written to I(dest)) either way.
+requirements:
+  - kubernetes (Python client) >= 24.2.0
+author:
+  - gpushare.cluster maintainers (@gpushare)
+options:
+  kubeconfig:
+    description: Path of the rehearsal's admin kubeconfig.
+    type: path
+    required: true
+  plan:
+    description: The C(gpushare_plan) (plan.json of playbooks/plan.yml).
+    type: dict
+    required: true
+  state:
+    description: C(world) creates the simulated nodes and devices; C(day) runs the steps.
+    type: str
+    choices: [world, day]
+    default: day
+  hosts:
+    description: Every inventory host; hosts without GPUs in the plan become plain Nodes.
+    type: list
+    elements: str
+    default: []
+  simulated_annotation:
+    description: The annotation kwok selects the Nodes it manages by.
+    type: dict
+    default: {"kwok.x-k8s.io/node": "fake"}
+  steps:
+    description:
+      - The day (schema in docs/rehearsal.md). Empty means the worked day derived from I(plan).
+    type: list
+    elements: dict
+    default: []
+  team_kubeconfigs:
+    description:
+      - Team name to the path of a kubeconfig of a user in that team's RBAC group. Teams not
+        listed submit as the admin, which RBAC does not restrict (said in the result).
+    type: dict
+    default: {}
+  timeout:
+    description: Longest wait for a steady state per step, in seconds.
+    type: float
+    default: 60
+  settle:
+    description: A step is steady once nothing changed for this many seconds.
+    type: float
+    default: 2
+  dest:
+    description: Write the result document (rehearsal.json) here.
+    type: path
+"""
+
+EXAMPLES = r"""
+- name: Create the simulated GPU nodes of the plan
+  gpushare.cluster.rehearsal_day:
+    state: world
+    kubeconfig: "{{ rehearsal.kubeconfig }}"
+    plan: "{{ gpushare_plan }}"
+    hosts: "{{ groups['all'] }}"
+
+- name: Run the worked day
+  gpushare.cluster.rehearsal_day:
+    kubeconfig: "{{ rehearsal.kubeconfig }}"
+    plan: "{{ gpushare_plan }}"
+    team_kubeconfigs: {production: /tmp/r/production.kubeconfig}
+    dest: build/plan/rehearsal.json
+"""
+
+RETURN = r"""
+changed_objects:
+  description: With I(state=world), the Nodes and ResourceSlices created or corrected.
+  returned: state=world
+  type: list
+  elements: str
+rehearsal:
+  description: The result document (steps, teams, allocations, unmet; docs/rehearsal.md).
+  returned: state=day
+  type: dict
+unmet:
+  description: Each expectation that did not hold, as C(step, team, workload, what).
+  returned: state=day
+  type: list
+  elements: dict
+"""
+
+import json
+import os
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_kube
+from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_steps
+from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_world
+
+
+def _write(path, document):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as handle:
+        json.dump(document, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            kubeconfig=dict(type="path", required=True),
+            plan=dict(type="dict", required=True),
+            state=dict(type="str", choices=["world", "day"], default="day"),
+            hosts=dict(type="list", elements="str", default=[]),
+            simulated_annotation=dict(type="dict", default={"kwok.x-k8s.io/node": "fake"}),
+            steps=dict(type="list", elements="dict", default=[]),
+            team_kubeconfigs=dict(type="dict", default={}),
+            timeout=dict(type="float", default=60),
+            settle=dict(type="float", default=2),
+            dest=dict(type="path"),
+        ),
+        supports_check_mode=False,
+    )
+    if not rehearsal_kube.HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes"))
+    params = module.params
+    plan = params["plan"]
+    try:
+        world = rehearsal_world.build_world(plan, params["hosts"], params["simulated_annotation"])
+        steps = rehearsal_steps.validate_steps(plan, params["steps"] or rehearsal_steps.default_steps(plan))
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    admin = rehearsal_kube.api_client(params["kubeconfig"])
+    if params["state"] == "world":
+        try:
+            changed = rehearsal_kube.apply_world(admin, world)
+        except rehearsal_kube.ApiException as exc:
+            module.fail_json(msg="the API server refused the simulated world: %s" % rehearsal_kube._message(exc))
+        module.exit_json(changed=bool(changed), changed_objects=changed,
+                         nodes=[n["metadata"]["name"] for n in world["nodes"]],
+                         resource_slices=[s["metadata"]["name"] for s in world["resource_slices"]])
+    teams = {str(team): rehearsal_kube.api_client(path) for team, path in params["team_kubeconfigs"].items()}
+    try:
+        document = rehearsal_kube.run_day(admin, teams, plan, world, steps, timeout=params["timeout"],
+                                          settle=params["settle"])
+    except (rehearsal_kube.ApiException, ValueError) as exc:
+        module.fail_json(msg="the rehearsal day stopped: %s" % exc, exception=traceback.format_exc())
+    document["submitted_as_admin"] = sorted(set(plan.get("teams") or {}) - set(teams))
+    if params["dest"]:
+        _write(params["dest"], document)
+    unmet = document["unmet"]
+    if unmet:
+        module.fail_json(msg="the rehearsal day did not go as the plan promises: %d expectation(s) unmet: %s" % (
+            len(unmet), "; ".join("%s %s %s: %s" % (u["step"], u["team"], u["workload"], u["what"]) for u in unmet)),
+            rehearsal=document, unmet=unmet, changed=True)
+    module.exit_json(changed=True, rehearsal=document, unmet=[])
+
+
+if __name__ == "__main__":
+    main()
