@@ -187,7 +187,7 @@ def _check_workload(plan: PlanView, raw: Any, where: str) -> Dict[str, Any]:
     if not isinstance(team, str):
         raise StepsError("%s: field 'team' is required" % where)
     plan.team(team, where)
-    kinds = [k for k in ("gpus", "mig", "shared") if raw.get(k) not in (None, False)]
+    kinds = [k for k in ("gpus", "mig", "shared") if raw.get(k) is not None and raw.get(k) is not False]
     if len(kinds) != 1:
         raise StepsError("%s: exactly one of 'gpus', 'mig', 'shared' must be set, got %s" % (where, kinds or "none"))
     workload = dict(raw)
@@ -335,7 +335,7 @@ def workload_request(plan_dict: Mapping[str, Any], workload: Mapping[str, Any]) 
     """What a workload asks for: kind, resource, model, profile, units, pods and claims per pod."""
     plan = PlanView(plan_dict)
     where = "workload %s (team %s)" % (workload["name"], workload["team"])
-    if workload.get("gpus"):
+    if workload.get("gpus") is not None:
         resource, model = _pick_whole(plan, workload, where)
         count = int(workload["gpus"])
         per_node = max([sum(1 for h, g in plan.gpus() if h == host and g.get("use") == "whole" and g.get("model") == model)

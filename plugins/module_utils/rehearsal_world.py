@@ -262,9 +262,7 @@ def build_world(plan: Mapping[str, Any], hosts: Optional[Sequence[str]] = None,
         nodes.append({
             "apiVersion": "v1", "kind": "Node",
             "metadata": {"name": host, "labels": labels, "annotations": annotation},
-            "status": {"capacity": capacity, "allocatable": dict(capacity),
-                       "nodeInfo": {"kubeletVersion": "v%s.0" % plan.get("kubernetes_version", "1.35"),
-                                    "architecture": "amd64", "operatingSystem": "linux"}},
+            "status": {"capacity": capacity, "allocatable": dict(capacity)},
         })
     return {"backend": backend, "nodes": nodes, "resource_slices": slices, "devices": devices}
 
