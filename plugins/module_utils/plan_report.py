@@ -445,8 +445,10 @@ def _gpu_counts(nodes: List[Tuple[str, List[Dict[str, Any]]]]) -> Dict[str, Dict
     return counts
 
 
-def render_html(plan: Dict[str, Any], title: str = "GPU sharing plan") -> str:
-    """Render the plan as one self-contained HTML document (inline CSS and SVG)."""
+def render_html(plan: Dict[str, Any], title: str = "GPU sharing plan", appendix: str = "") -> str:
+    """Render the plan as one self-contained HTML document (inline CSS and SVG).
+
+    ``appendix`` is HTML added at the end (the Rehearsal section, rehearsal_report)."""
     if not isinstance(plan, dict):
         raise ValueError("plan: must be a mapping, got %s" % type(plan).__name__)
     nodes = _checked_nodes(plan)
@@ -478,12 +480,12 @@ def render_html(plan: Dict[str, Any], title: str = "GPU sharing plan") -> str:
         "<h2>Teams</h2>%s"
         "<h2>What each team gets, lends and gets back</h2>%s"
         "<h2>Warnings</h2>%s"
-        "<h2>Who enforces what</h2>%s</body></html>\n"
+        "<h2>Who enforces what</h2>%s%s</body></html>\n"
         % (_esc(title), _CSS, _esc(title), _esc(plan.get("distribution", "")), _esc(plan.get("kubernetes_version", "")),
            _esc(plan.get("backend", "")), _esc(plan.get("cohort", "")), total_gpus, total_gpus, len(nodes),
            "" if len(nodes) == 1 else "s", total_mig, total_mig, legend, sections,
            _team_table(plan, teams, colours, counts), _team_stories(plan, teams, nodes), warning_html,
-           _enforcement(plan, nodes))
+           _enforcement(plan, nodes), appendix)
     )
 
 

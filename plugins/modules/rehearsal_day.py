@@ -62,6 +62,12 @@ options:
         listed submit as the admin, which RBAC does not restrict (said in the result).
     type: dict
     default: {}
+  rehearsal_dir:
+    description:
+      - The directory of the running rehearsal control plane (role gpushare.cluster.rehearsal).
+        When set, each team not in I(team_kubeconfigs) gets a user C(<team>-engineer) with a client
+        certificate signed by the rehearsal CA in the team's RBAC group (the plan's C(group)).
+    type: path
   timeout:
     description: Longest wait for a steady state per step, in seconds.
     type: float
@@ -72,6 +78,9 @@ options:
     default: 2
   dest:
     description: Write the result document (rehearsal.json) here.
+    type: path
+  report:
+    description: Write the plan report with its Rehearsal section here (index.html).
     type: path
 """
 
@@ -106,6 +115,11 @@ unmet:
   returned: state=day
   type: list
   elements: dict
+summary:
+  description: One line per step and team (admitted, pending, preempted, denied, borrowed, lent).
+  returned: state=day
+  type: list
+  elements: str
 """
 
 import json
@@ -115,6 +129,7 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_kube
+from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_report
 from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_steps
 from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_world
 
@@ -127,6 +142,34 @@ def _write(path, document):
     os.replace(tmp, path)
 
 
+def _team_users(directory, plan, known):
+    """team -> kubeconfig of a user in the team's RBAC group, made by the rehearsal's CA."""
+    from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster
+
+    out = dict(known)
+    for team, info in sorted((plan.get("teams") or {}).items()):
+        if team in out:
+            continue
+        groups = [info["group"]] if info.get("group") else []
+        out[team] = rehearsal_cluster.user_kubeconfig(directory, "%s-engineer" % team, groups)
+    return out
+
+
+def _summary(document):
+    lines = []
+    for step in document["steps"]:
+        for team, info in step["teams"].items():
+            lines.append("%-6s %-12s admitted %s; pending %s; preempted %s; denied %s; GPUs in use %d, borrowed %d, lent %d" % (
+                step["at"], team, ",".join(info["admitted"]) or "-", ",".join(info["pending"]) or "-",
+                ",".join(info["preempted"]) or "-", ",".join(info["denied"]) or "-", info["gpus_in_use"],
+                info["borrowing"], info["lent"]))
+        for unmet in step["unmet"]:
+            lines.append("%-6s UNMET %s %s: %s" % (step["at"], unmet["team"], unmet["workload"], unmet["what"]))
+    lines.append("day: %s s, %s" % (document.get("seconds"), "every expectation held" if document["passed"]
+                                    else "%d expectation(s) unmet" % len(document["unmet"])))
+    return lines
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -137,6 +180,8 @@ def main():
             simulated_annotation=dict(type="dict", default={"kwok.x-k8s.io/node": "fake"}),
             steps=dict(type="list", elements="dict", default=[]),
             team_kubeconfigs=dict(type="dict", default={}),
+            rehearsal_dir=dict(type="path"),
+            report=dict(type="path"),
             timeout=dict(type="float", default=60),
             settle=dict(type="float", default=2),
             dest=dict(type="path"),
@@ -161,7 +206,13 @@ def main():
         module.exit_json(changed=bool(changed), changed_objects=changed,
                          nodes=[n["metadata"]["name"] for n in world["nodes"]],
                          resource_slices=[s["metadata"]["name"] for s in world["resource_slices"]])
-    teams = {str(team): rehearsal_kube.api_client(path) for team, path in params["team_kubeconfigs"].items()}
+    paths = dict(params["team_kubeconfigs"])
+    if params["rehearsal_dir"]:
+        try:
+            paths = _team_users(params["rehearsal_dir"], plan, paths)
+        except ValueError as exc:
+            module.fail_json(msg="cannot make the team users: %s" % exc)
+    teams = {str(team): rehearsal_kube.api_client(path) for team, path in paths.items()}
     try:
         document = rehearsal_kube.run_day(admin, teams, plan, world, steps, timeout=params["timeout"],
                                           settle=params["settle"])
@@ -170,12 +221,18 @@ def main():
     document["submitted_as_admin"] = sorted(set(plan.get("teams") or {}) - set(teams))
     if params["dest"]:
         _write(params["dest"], document)
+    if params["report"]:
+        tmp = params["report"] + ".tmp"
+        with open(tmp, "w") as handle:
+            handle.write(rehearsal_report.render_page(plan, document))
+        os.replace(tmp, params["report"])
+    summary = _summary(document)
     unmet = document["unmet"]
     if unmet:
         module.fail_json(msg="the rehearsal day did not go as the plan promises: %d expectation(s) unmet: %s" % (
             len(unmet), "; ".join("%s %s %s: %s" % (u["step"], u["team"], u["workload"], u["what"]) for u in unmet)),
-            rehearsal=document, unmet=unmet, changed=True)
-    module.exit_json(changed=True, rehearsal=document, unmet=[])
+            rehearsal=document, unmet=unmet, summary=summary, changed=True)
+    module.exit_json(changed=True, rehearsal=document, unmet=[], summary=summary)
 
 
 if __name__ == "__main__":
