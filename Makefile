@@ -38,7 +38,7 @@ REHEARSAL_CLI := $(BIN)/python tools/rehearsal.py
 # delegated `cluster` scenario, which needs real machines (docs/testing.md).
 MOLECULE_SCENARIOS ?= $(filter-out _shared cluster,$(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: help deps venv collection-link build demo lint sanity unit images vm-image vm-test molecule test clean rehearsal-binaries rehearsal-test
+.PHONY: help deps venv collection-link build demo lint sanity unit images vm-image vm-test molecule test clean rehearsal-binaries rehearsal rehearsal-test
 
 help: ## Show the targets
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -104,6 +104,9 @@ molecule: venv collection-link images vm-image ## Run every Molecule scenario (m
 
 rehearsal-binaries: venv collection-link ## Build etcd, kube-*, kubectl, Kueue and kwok for the rehearsal (cached by version)
 	PYTHONPATH=$(COLLECTIONS) $(REHEARSAL_CLI) build $(REHEARSAL_GO_DIR) $(REHEARSAL_CACHE)
+
+rehearsal: venv collection-link rehearsal-binaries ## Rehearse the worked day of inventories/example on a real control plane (docs/rehearsal.md)
+	$(BIN)/ansible-playbook -i inventories/example playbooks/rehearse.yml -e gpushare_plan_dir=$(BUILD)/plan $(REHEARSAL_ARGS)
 
 rehearsal-test: rehearsal-binaries ## Start the rehearsal control plane and test it (tests/integration/rehearsal)
 	$(BIN)/python -m pytest tests/integration/rehearsal -q -rs -p no:cacheprovider
