@@ -541,19 +541,26 @@ def _attempt_base(plan: PlanView, team: str) -> Optional[Dict[str, Any]]:
 def worked_day_story(plan_dict: Mapping[str, Any]) -> List[str]:
     """Where a backend cannot do what the story says, in words for the report (DESIGN, docs/backends.md)."""
     plan = PlanView(plan_dict)
-    # A shared GPU is lendable only when the plan counts it as a whole GPU of its team.
-    shared = [g for _, g in plan.gpus() if g.get("use") == "shared"
-              and not any(r in (plan.teams.get(g.get("team")) or {}).get("capacity", {}) and not r.endswith(".shared")
-                          for r in g.get("resources") or {})]
     notes = []
-    if shared and plan.backend == "dra":
-        notes.append("The fine-tune borrows the serving team's idle whole GPU at night, not the notebooks' GPU: "
-                     "the notebooks reach their GPU through a standalone ResourceClaim that Kueue does not count, "
-                     "so that GPU is not lendable quota.")
-    if shared and plan.backend == "device_plugin":
-        notes.append("The fine-tune borrows the serving team's idle whole GPU at night, not the notebooks' GPU: "
-                     "with the device plugin the shared GPU is advertised as time-sliced units (%s), "
-                     "not as a whole GPU a fine-tune could use." % ", ".join(sorted({r for g in shared for r in g.get("resources") or {}})))
+    for _, gpu in plan.gpus():
+        if gpu.get("use") != "shared":
+            continue
+        owned = set((plan.teams.get(gpu.get("team")) or {}).get("capacity") or {})
+        resources = sorted(gpu.get("resources") or {})
+        lendable = [r for r in resources if r in owned and not r.endswith(".shared")]
+        if lendable:
+            notes.append("The notebooks' GPU is quota of team %s that Kueue counts whole (%s): another team may borrow it "
+                         "once no notebook holds it, but closing notebooks is up to people (they are outside Kueue), and "
+                         "this day's fine-tune borrows the serving team's idle GPU instead." % (gpu["team"], ", ".join(lendable)))
+        elif plan.backend == "dra":
+            notes.append("The fine-tune borrows the serving team's idle whole GPU at night, not the notebooks' GPU: "
+                         "the notebooks reach their GPU through a standalone ResourceClaim that Kueue does not count, "
+                         "so that GPU is not lendable quota.")
+        else:
+            notes.append("The fine-tune borrows the serving team's idle whole GPU at night, not the notebooks' GPU: "
+                         "with the device plugin the shared GPU is advertised as time-sliced units (%s), "
+                         "not as a whole GPU a fine-tune could use." % ", ".join(resources))
+        break
     return notes
 
 

@@ -205,4 +205,6 @@ def test_result_document_shape():
     assert doc["backend"] == "dra" and doc["passed"] is False
     assert doc["steps"][0]["at"] == "08:00" and doc["steps"][0]["submitted"] == ["vllm"]
     assert doc["unmet"] == recorded[0]["unmet"]
-    assert doc["notes"] and "not the notebooks' GPU" in doc["notes"][0]
+    assert doc["notes"] and "outside Kueue" in doc["notes"][0]
+    plan = inventory_plan("example", "device_plugin")
+    assert "time-sliced units (nvidia.com/mig-4g.96gb.shared)" in rs.worked_day_story(plan)[0]
