@@ -12,12 +12,12 @@ short_description: Run a day of GPU workloads against a rehearsal control plane 
 version_added: 0.2.0
 description:
   - Part of the rehearsal (docs/rehearsal.md). With I(state=world), creates the simulated GPU
-    world of a plan on the API server of I(kubeconfig) - one Node per host with the plan's
+    world of a plan on the API server of I(kubeconfig), one Node per host with the plan's
     labels, handed to kwok, and for the C(dra) backend the ResourceSlices the NVIDIA DRA driver
     v0.4.1 would publish, for C(device_plugin) the extended resources the device plugin would
     advertise. Only what is missing or different is changed, so a second run reports no change.
   - With I(state=day), runs the steps (C(gpushare_rehearsal_steps), default the worked day
-    derived from the plan): each step deletes and submits workloads as the team's own user
+    derived from the plan). Each step deletes and submits workloads as the team's own user
     (I(team_kubeconfigs)), waits until nothing changes for I(settle) seconds (at most
     I(timeout)), records every team's admitted, pending, preempted and denied workloads, what
     it borrows and lends, which device each claim got, and judges the step's expectations.
