@@ -59,8 +59,8 @@ def test_worked_day(rehearsal_bin, tmp_path, inventory, backend):
     result, document, plan_dir, seconds = rehearse(tmp_path, rehearsal_bin["bin_dir"], inventory, backend)
     print("rehearsal %s/%s: %.1f s (playbook), day %s s" % (inventory, backend, seconds, (document or {}).get("seconds")))
     unmet = (document or {}).get("unmet")
-    assert result.returncode == 0, "unmet: %s\n%s\n%s" % (json.dumps(unmet, indent=1), result.stdout[-6000:],
-                                                         result.stderr[-2000:])
+    assert result.returncode == 0, "unmet: %s\n%s\n%s" % (
+        json.dumps(unmet, indent=1), result.stdout[-6000:], result.stderr[-2000:])
     # the second apply of the world and the plan changed nothing
     recap = _recap(result.stdout, "rehearsal-second-apply")
     assert recap is not None and recap[1] == 0 and recap[3] == 0, result.stdout[-4000:]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import re
-from fractions import Fraction
 from pathlib import Path
 
 import pytest
