@@ -395,7 +395,7 @@ def workload_objects(plan_dict: Mapping[str, Any], workload: Mapping[str, Any]) 
         claims = [{"name": "gpu", "resourceClaimName": workload["claim"]}]
         resources = {"claims": [{"name": "gpu"}]}
     elif plan.backend == "device_plugin":
-        resources = {"limits": {request["resource"]: request["per_pod"]}}
+        resources = {"limits": {request["resource"]: str(request["per_pod"])}}
     elif workload.get("shared"):
         names = plan.shared_claims(team)
         if not names:

@@ -88,6 +88,8 @@ def test_workloads_use_exactly_what_the_plan_gives_the_team(example):
                 limits = spec["containers"][0]["resources"]["limits"]
                 counted = {r for t in example["teams"].values() for r in t.get("capacity") or {}}
                 assert set(limits) <= counted
+                # quantities as strings: the Kubernetes client's models refuse integers
+                assert all(isinstance(v, str) for v in limits.values()), limits
 
 
 def test_notebooks_are_labelled_as_the_plan_example_notebooks():
