@@ -34,9 +34,12 @@ REHEARSAL_CACHE ?= $(HOME)/.cache/gpushare/rehearsal
 export GPUSHARE_REHEARSAL_CACHE := $(REHEARSAL_CACHE)
 REHEARSAL_CLI := $(BIN)/python tools/rehearsal.py
 
-# Molecule scenarios: every molecule/<name>/molecule.yml except the shared base and the
-# delegated `cluster` scenario, which needs real machines (docs/testing.md).
-MOLECULE_SCENARIOS ?= $(filter-out _shared cluster,$(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+# Molecule scenarios: every molecule/<name>/molecule.yml except the shared base, the
+# delegated `cluster` scenario, which needs real machines (docs/testing.md), and the real-kernel
+# `vm` scenario, which runs on its own with `make vm-test`: under software emulation it takes
+# longer than the rest of `make test` together and has not yet been seen to pass end to end
+# within CI's time (docs/host-layer.md).
+MOLECULE_SCENARIOS ?= $(filter-out _shared cluster vm,$(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
 .PHONY: help deps venv collection-link build demo lint sanity unit images vm-image vm-test molecule test clean rehearsal-binaries rehearsal rehearsal-test
 
@@ -94,7 +97,7 @@ vm-image: deps ## Build the real-kernel test VM's disk image (cached outside the
 vm-test: venv collection-link vm-image ## host_prep on a real kernel: molecule/vm (qemu, software emulation)
 	$(BIN)/molecule test -s vm
 
-molecule: venv collection-link images vm-image ## Run every Molecule scenario (molecule/vm included)
+molecule: venv collection-link images ## Run every Molecule scenario but the real-kernel VM (make vm-test)
 	@for scenario in $(MOLECULE_SCENARIOS); do \
 	  echo "== molecule test -s $$scenario"; \
 	  start=$$(date +%s); \
