@@ -165,7 +165,10 @@ def _quota(cluster_queue: Dict[str, Any], flavor: str, resource: str) -> Tuple[i
                 continue
             for quota in item.get("resources") or []:
                 if quota.get("name") == resource:
-                    return int(quota.get("nominalQuota") or 0), quota.get("borrowingLimit"), quota.get("lendingLimit")
+                    # Quantities are strings in the ClusterQueue (quotas._quantity); GPU units are whole.
+                    borrowing, lending = quota.get("borrowingLimit"), quota.get("lendingLimit")
+                    return (int(quota.get("nominalQuota") or 0), None if borrowing is None else int(borrowing),
+                            None if lending is None else int(lending))
     return 0, 0, None
 
 

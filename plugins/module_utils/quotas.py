@@ -68,6 +68,17 @@ class QuotaPlan:
 UnitMap = Dict[FlavorResource, Dict[str, int]]
 
 
+
+def _quantity(value: Any) -> str:
+    """A ClusterQueue quantity written as the API server returns it: a string.
+
+    Kueue's defaulting webhook runs on CREATE only (kueue v0.19.2
+    pkg/webhooks/clusterqueue_webhook.go, ``verbs=create``) and turns a number into its string
+    form there; an UPDATE that sends the number again is stored as sent, so an integer here
+    would make every second apply of the plan report a change.
+    """
+    return str(value)
+
 def collect_units(nodes: Mapping[str, sharing.NodePlan]) -> Tuple[UnitMap, Dict[str, Tuple[str, str]]]:
     """Units owned per (flavor, resource) and team, from the per-node sharing plan."""
     units: Dict[FlavorResource, Dict[str, int]] = {}
@@ -172,10 +183,10 @@ def build_quotas(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan], b
                 resources = []
                 for resource in covered:
                     nominal = plan.units.get((flavor, resource), {}).get(team.name, 0)
-                    quota: Dict[str, Any] = {"name": resource, "nominalQuota": nominal}
+                    quota: Dict[str, Any] = {"name": resource, "nominalQuota": _quantity(nominal)}
                     borrow = _limit_for(team.borrow, resource)
                     if borrow is not None:
-                        quota["borrowingLimit"] = borrow
+                        quota["borrowingLimit"] = _quantity(borrow)
                         limits["borrowing_limit"]["%s/%s" % (flavor, resource)] = borrow
                     lend = _limit_for(team.lend, resource)
                     if isinstance(team.lend, int) and lend is not None:
@@ -187,7 +198,7 @@ def build_quotas(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan], b
                                 "team %s, field lend: lending limit %d for %s on flavor %s is above the team's "
                                 "nominal quota %d there" % (team.name, lend, resource, flavor, nominal))
                         else:
-                            quota["lendingLimit"] = lend
+                            quota["lendingLimit"] = _quantity(lend)
                             limits["lending_limit"]["%s/%s" % (flavor, resource)] = lend
                     resources.append(quota)
                 flavor_specs.append({"name": flavor, "resources": resources})
@@ -197,7 +208,7 @@ def build_quotas(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan], b
             groups_spec.append({
                 "coveredResources": [pair[0] for pair in cpu_resources],
                 "flavors": [{"name": CPU_FLAVOR, "resources": [
-                    {"name": name, "nominalQuota": value} for name, value in cpu_resources]}],
+                    {"name": name, "nominalQuota": _quantity(value)} for name, value in cpu_resources]}],
             })
         if backend == "dra" and team.name == KUEUE_DEFAULT_QUEUE and any(
                 resource.endswith("-shared") for resource in plan.capacity[team.name]):

@@ -214,10 +214,10 @@ def _fits_some_flavor(plan, cq, requests):
                 own = _quota_entry(cq, flavor["name"], resource)
                 lend = 0
                 for other in cohort:
-                    entry = _quota_entry(other, flavor["name"], resource) or {"nominalQuota": 0}
-                    lend += min(entry.get("lendingLimit", entry["nominalQuota"]), entry["nominalQuota"])
-                borrow = own.get("borrowingLimit", lend)
-                if count > own["nominalQuota"] + min(borrow, lend):
+                    entry = _quota_entry(other, flavor["name"], resource) or {"nominalQuota": "0"}
+                    lend += min(int(entry.get("lendingLimit", entry["nominalQuota"])), int(entry["nominalQuota"]))
+                borrow = int(own.get("borrowingLimit", lend))
+                if count > int(own["nominalQuota"]) + min(borrow, lend):
                     ok = False
             fits = fits or ok
         if not fits:

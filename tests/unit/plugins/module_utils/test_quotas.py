@@ -41,7 +41,7 @@ def nominal_sums(plan):
             for flavor in group["flavors"]:
                 for quota in flavor["resources"]:
                     if quota["name"] not in ("cpu", "memory"):
-                        sums[(flavor["name"], quota["name"])] += quota["nominalQuota"]
+                        sums[(flavor["name"], quota["name"])] += int(quota["nominalQuota"])
     return sums
 
 
@@ -90,7 +90,7 @@ def test_four_gpu_example_ownership_and_reclaim_order(backend):
                     assert "lendingLimit" not in quota
                     borrower = quota_of(cqs["training"], flavor["name"], quota["name"])
                     assert borrower is not None and "borrowingLimit" not in borrower
-    assert quota_of(cqs["training"], "rtx-pro-6000-mig", mig)["nominalQuota"] == 0
+    assert quota_of(cqs["training"], "rtx-pro-6000-mig", mig)["nominalQuota"] == "0"
 
 
 # --- every object against the upstream CRDs ----------------------------------------------
@@ -132,7 +132,7 @@ def test_crd_checks_catch_v1beta1_cohort_and_borrowing_without_cohort(reference_
     assert len(kueue_cel_failures(reference_dir, uneven)) == 1
     lending = copy.deepcopy(cq)
     quota = lending["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]
-    quota["lendingLimit"] = quota["nominalQuota"] + 1
+    quota["lendingLimit"] = int(quota["nominalQuota"]) + 1
     assert any("lendingLimit above nominalQuota" in p for p in kueue_webhook_problems(lending))
 
 
@@ -143,9 +143,9 @@ def test_fleet_limits_cpu_memory_and_configuration():
     plan = build_plan(data["gpushare_teams"], data["nodes"], backend="device_plugin")
     cqs = queues(plan)
     assert quota_of(cqs["production"], "h100-80gb-whole", "nvidia.com/gpu") == {
-        "name": "nvidia.com/gpu", "nominalQuota": 4, "lendingLimit": 2}
+        "name": "nvidia.com/gpu", "nominalQuota": "4", "lendingLimit": "2"}
     assert quota_of(cqs["research"], "h100-80gb-whole", "nvidia.com/gpu") == {
-        "name": "nvidia.com/gpu", "nominalQuota": 0, "borrowingLimit": 4}
+        "name": "nvidia.com/gpu", "nominalQuota": "0", "borrowingLimit": "4"}
     assert plan["teams"]["research"]["borrowing_limit"]["h100-80gb-whole/nvidia.com/gpu"] == 4
     assert plan["teams"]["production"]["lending_limit"] == {"h100-80gb-whole/nvidia.com/gpu": 2}
     # cpu/memory only where a team sets them; the rest is left to IgnoreUndeclared.
@@ -260,7 +260,7 @@ def test_nominal_quotas_add_up_to_physical_capacity(inventory, backend):
         for group in cq["spec"]["resourceGroups"]:
             for flavor in group["flavors"]:
                 for quota in flavor["resources"]:
-                    per_resource[quota["name"]] += quota["nominalQuota"]
+                    per_resource[quota["name"]] += int(quota["nominalQuota"])
         assert +per_resource == Counter(entry["capacity"])
 
 
@@ -308,9 +308,30 @@ def test_time_shared_gpu_is_lendable_unless_the_owner_says_no():
     plan = build_plan(data["gpushare_teams"], data["nodes"], backend="dra")
     cqs = queues(plan)
     assert quota_of(cqs["data"], "rtx-pro-6000-shared", "gpushare.io/rtx-pro-6000-shared") == {
-        "name": "gpushare.io/rtx-pro-6000-shared", "nominalQuota": 1}
-    assert quota_of(cqs["training"], "rtx-pro-6000-shared", "gpushare.io/rtx-pro-6000-shared")["nominalQuota"] == 0
+        "name": "gpushare.io/rtx-pro-6000-shared", "nominalQuota": "1"}
+    assert quota_of(cqs["training"], "rtx-pro-6000-shared", "gpushare.io/rtx-pro-6000-shared")["nominalQuota"] == "0"
     teams = copy.deepcopy(data["gpushare_teams"])
     teams[1]["lend"] = {"gpushare.io/rtx-pro-6000-shared": 0}
     kept = queues(build_plan(teams, data["nodes"], backend="dra"))
-    assert quota_of(kept["data"], "rtx-pro-6000-shared", "gpushare.io/rtx-pro-6000-shared")["lendingLimit"] == 0
+    assert quota_of(kept["data"], "rtx-pro-6000-shared", "gpushare.io/rtx-pro-6000-shared")["lendingLimit"] == "0"
+
+
+def test_cluster_queue_quantities_are_strings_as_the_api_server_returns_them():
+    # Kueue defaults a ClusterQueue on CREATE only; a number sent again on UPDATE is stored as
+    # sent, so numbers here made every second apply of the plan change the ClusterQueues.
+    data = load("four_gpu_example.yml")
+    for backend in ("dra", "device_plugin"):
+        teams = copy.deepcopy(data["gpushare_teams"])
+        teams[2]["borrow"] = 1
+        teams[1]["lend"] = 0
+        plan = build_plan(teams, data["nodes"], backend=backend)
+        seen = 0
+        for cq in kinds(plan, "ClusterQueue"):
+            for group in cq["spec"]["resourceGroups"]:
+                for flavor in group["flavors"]:
+                    for quota in flavor["resources"]:
+                        for key in ("nominalQuota", "borrowingLimit", "lendingLimit"):
+                            if key in quota:
+                                seen += 1
+                                assert isinstance(quota[key], str), (backend, cq["metadata"]["name"], quota)
+        assert seen
