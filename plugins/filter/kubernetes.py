@@ -50,6 +50,10 @@ def k8s_extra_args(args, feature_gates=None):
     return k8s_topology.extra_args_list(dict(args or {}), dict(feature_gates or {}))
 
 
+def k8s_backend_apiserver_args(args, backend="dra"):
+    return k8s_topology.backend_apiserver_args(dict(args or {}), str(backend))
+
+
 def k8s_package_repo(version, family, mirror=None):
     return k8s_topology.package_repo(version, family, mirror or None)
 
@@ -74,7 +78,7 @@ class FilterModule:
     def filters(self):
         funcs = (
             k8s_minor, k8s_supported_minor, k8s_upgrade_needed, k8s_network_errors, k8s_topology_errors,
-            k8s_join_order, k8s_upgrade_order, k8s_reset_order, k8s_feature_gates, k8s_extra_args,
+            k8s_join_order, k8s_upgrade_order, k8s_reset_order, k8s_feature_gates, k8s_extra_args, k8s_backend_apiserver_args,
             k8s_package_repo, microk8s_merge_args, microk8s_merge_env, microk8s_enable_cdi,
         )
         return {func.__name__: _wrap(func) for func in funcs}

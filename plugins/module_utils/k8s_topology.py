@@ -254,6 +254,20 @@ def extra_args_list(args: Mapping[str, object], feature_gates: Optional[Mapping[
     return out
 
 
+# dcgm-exporter 4.6.0-4.8.3, as GPU Operator v26.7.0 ships it, attributes DRA GPUs to pods by
+# watching ResourceSlices through resource.k8s.io/v1beta1 (internal/pkg/transformation/dra.go)
+# and waits for that watch before it exports anything; Kubernetes 1.34+ serves only
+# resource.k8s.io/v1 unless the API server is told to (seen on the rehearsal's v1.35.4).
+DRA_BACKEND_APISERVER_ARGS = {"runtime-config": "resource.k8s.io/v1beta1=true"}
+
+
+def backend_apiserver_args(args: Optional[Mapping[str, object]], backend: str = "dra") -> Dict[str, object]:
+    """The API server arguments the GPU backend needs, with the user's own ``args`` on top."""
+    merged: Dict[str, object] = dict(DRA_BACKEND_APISERVER_ARGS) if backend == "dra" else {}
+    merged.update(args or {})
+    return merged
+
+
 UPSTREAM_PACKAGES = "https://pkgs.k8s.io"
 
 

@@ -92,8 +92,11 @@ def test_init_values(ha):
     assert cluster["controlPlaneEndpoint"] == "192.0.2.10:6443"
     assert cluster["networking"] == {"podSubnet": "10.244.0.0/16", "serviceSubnet": "10.96.0.0/12", "dnsDomain": "cluster.local"}
     assert cluster["apiServer"]["certSANs"] == ["k8s-api.example.internal", "192.0.2.10"]
-    for component in ("apiServer", "controllerManager", "scheduler"):
+    for component in ("controllerManager", "scheduler"):
         assert cluster[component]["extraArgs"] == [{"name": "feature-gates", "value": GATES}]
+    # Under dra (the default backend) the API server also serves resource.k8s.io/v1beta1 for dcgm-exporter.
+    assert cluster["apiServer"]["extraArgs"] == [{"name": "feature-gates", "value": GATES},
+                                                 {"name": "runtime-config", "value": "resource.k8s.io/v1beta1=true"}]
     assert kubelet["cgroupDriver"] == "systemd"
     assert kubelet["featureGates"] == {"DRAConsumableCapacity": True, "DRAExtendedResource": True}
 
@@ -190,7 +193,7 @@ def test_single_node_with_mirrors(tmp_path):
     assert cluster["kubernetesVersion"] == "v1.36.2"
     assert cluster["imageRepository"] == "registry.example.internal/k8s"
     assert "controlPlaneEndpoint" not in cluster
-    assert "extraArgs" not in cluster.get("apiServer", {})
+    assert cluster["apiServer"]["extraArgs"] == [{"name": "runtime-config", "value": "resource.k8s.io/v1beta1=true"}]
     assert "featureGates" not in docs["KubeletConfiguration"]
     repo = (out / "kubernetes.repo").read_text().splitlines()
     assert "baseurl=https://mirror.example.internal/k8s/core:/stable:/v1.36/rpm/" in repo

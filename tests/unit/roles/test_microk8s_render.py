@@ -58,6 +58,8 @@ def test_service_specific_args_land_in_their_file(out):
     assert kubelet["max-pods"] == "250" and kubelet["cpu-manager-policy"] == "static"
     apiserver = get_args((out / "mk1" / "kube-apiserver").read_text())
     assert apiserver["event-ttl"] == "1h" and "max-pods" not in apiserver
+    # dra is the default backend: dcgm-exporter's ResourceSlice watch needs resource.k8s.io/v1beta1.
+    assert apiserver["runtime-config"] == "resource.k8s.io/v1beta1=true"
     assert "event-ttl" not in get_args((out / "mk1" / "kube-scheduler").read_text())
 
 

@@ -205,3 +205,10 @@ def test_package_repo_matches_reference(reference_dir):
     assert t.package_repo("1.34", "Debian")["key_url"] in text
     assert "baseurl=" + t.package_repo("1.34", "RedHat")["url"] in text
     assert "gpgkey=" + t.package_repo("1.34", "RedHat")["key_url"] in text
+
+
+def test_backend_apiserver_args_serve_v1beta1_resource_api_under_dra_only():
+    assert t.backend_apiserver_args({}, "dra") == {"runtime-config": "resource.k8s.io/v1beta1=true"}
+    assert t.backend_apiserver_args({"event-ttl": "1h"}, "device_plugin") == {"event-ttl": "1h"}
+    # The user's own runtime-config wins.
+    assert t.backend_apiserver_args({"runtime-config": "api/all=true"}, "dra") == {"runtime-config": "api/all=true"}
