@@ -35,6 +35,7 @@ import copy
 import datetime
 import fcntl
 import hashlib
+import http.client
 import ipaddress
 import json
 import os
@@ -46,8 +47,7 @@ import socket
 import ssl
 import subprocess
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import k8s_topology
@@ -883,7 +883,7 @@ def running(directory: str) -> Dict[str, bool]:
 
 
 # ---------------------------------------------------------------------------------------
-# Talking to the API server (urllib + client certificates; no Kubernetes client needed)
+# Talking to the API server (http.client + client certificates; no Kubernetes client needed)
 # ---------------------------------------------------------------------------------------
 
 def _ssl_context(ca_file: str, cert_file: Optional[str] = None, key_file: Optional[str] = None) -> ssl.SSLContext:
@@ -893,12 +893,32 @@ def _ssl_context(ca_file: str, cert_file: Optional[str] = None, key_file: Option
     return context
 
 
-def http_get(url: str, context: Optional[ssl.SSLContext] = None, timeout: float = 3.0) -> Tuple[int, str]:
+def _http(method: str, url: str, context: Optional[ssl.SSLContext] = None, data: Optional[bytes] = None,
+          headers: Optional[Mapping[str, str]] = None, timeout: float = 3.0) -> Tuple[int, str]:
+    """One HTTP(S) request to a rehearsal component on loopback: (status, body text).
+
+    http.client rather than urllib: these requests carry the rehearsal's own CA and client
+    certificates, and go nowhere but 127.0.0.1.
+    """
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "https":
+        connection: http.client.HTTPConnection = http.client.HTTPSConnection(
+            parts.hostname, parts.port, timeout=timeout, context=context)
+    else:
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
     try:
-        with urllib.request.urlopen(url, context=context, timeout=timeout) as response:  # nosec - loopback only
-            return response.status, response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode("utf-8", "replace")
+        connection.request(method, target, body=data, headers=dict(headers or {}))
+        response = connection.getresponse()
+        return response.status, response.read().decode("utf-8", "replace")
+    finally:
+        connection.close()
+
+
+def http_get(url: str, context: Optional[ssl.SSLContext] = None, timeout: float = 3.0) -> Tuple[int, str]:
+    return _http("GET", url, context, timeout=timeout)
 
 
 def api_request(info: Mapping[str, Any], method: str, path: str, body: Optional[Any] = None,
@@ -913,13 +933,8 @@ def api_request(info: Mapping[str, Any], method: str, path: str, body: Optional[
     data = None
     if body is not None:
         data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-    request = urllib.request.Request(info["server"] + path, data=data, method=method,
-                                     headers={"Content-Type": content_type, "Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(request, context=context, timeout=timeout) as response:  # nosec - loopback only
-            status, text = response.status, response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        status, text = exc.code, exc.read().decode("utf-8", "replace")
+    status, text = _http(method, info["server"] + path, context, data,
+                         {"Content-Type": content_type, "Accept": "application/json"}, timeout)
     try:
         return status, json.loads(text)
     except ValueError:
@@ -1029,7 +1044,7 @@ def _wait(component: str, check, deadline: float, log_path: Optional[str], entry
             raise RehearsalError(f"{component} exited before it was {what}; log tail ({log_path}):\n{log_tail(log_path or '')}")
         try:
             ok, last = check()
-        except (OSError, ssl.SSLError, urllib.error.URLError, RehearsalError, subprocess.SubprocessError) as exc:
+        except (OSError, ssl.SSLError, http.client.HTTPException, RehearsalError, subprocess.SubprocessError) as exc:
             ok, last = False, str(exc)
         if ok:
             return

@@ -220,7 +220,7 @@ class Observer:
                         if not resource.startswith("nvidia.com/"):
                             continue
                         entry = world_lib.find_device(self.world, node, resource) or {}
-                        for _ in range(int(str(limits[resource]))):
+                        for _unit in range(int(str(limits[resource]))):
                             out.append(self._allocation(submitted, pod, node, resource, None, entry, request))
         return out
 

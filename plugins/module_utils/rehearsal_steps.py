@@ -138,7 +138,7 @@ class PlanView:
     def units(self, use: str, model: Optional[str] = None, profile: Optional[str] = None) -> List[Tuple[str, str, str]]:
         """(resource, model, profile-or-'') of every GPU unit of this kind in the plan, one per unit."""
         out = []
-        for _, gpu in self.gpus():
+        for _host, gpu in self.gpus():
             if gpu.get("use") != use or (model and gpu.get("model") != model):
                 continue
             for resource, count in sorted((gpu.get("resources") or {}).items()):
@@ -299,7 +299,7 @@ def _pick_whole(plan: PlanView, workload: Mapping[str, Any], where: str) -> Tupl
     own = set(plan.teams[workload["team"]].get("capacity") or {})
     memory = workload.get("memory_mib")
     candidates = []
-    for resource, model, _ in units:
+    for resource, model, _count in units:
         if memory and rehearsal_world.published_memory_mib(gpu_catalog.lookup(model)) < memory:
             continue
         candidates.append((resource not in own, resource, model))
@@ -307,7 +307,7 @@ def _pick_whole(plan: PlanView, workload: Mapping[str, Any], where: str) -> Tupl
         raise StepsError("%s: the plan has no whole GPU%s%s" % (
             where, " of model %s" % workload["model"] if workload.get("model") else "",
             " with at least %d MiB" % memory if memory else ""))
-    _, resource, model = sorted(set(candidates))[0]
+    _rank, resource, model = sorted(set(candidates))[0]
     return resource, model
 
 
@@ -316,7 +316,7 @@ def _pick_mig(plan: PlanView, workload: Mapping[str, Any], where: str) -> Tuple[
     if not units:
         raise StepsError("%s: the plan has no MIG instance of profile %s" % (where, workload["mig"]))
     own = set(plan.teams[workload["team"]].get("capacity") or {})
-    _, resource, model = sorted({(r not in own, r, m) for r, m, _ in units})[0]
+    _rank, resource, model = sorted({(r not in own, r, m) for r, m, _count in units})[0]
     return resource, model
 
 
@@ -442,7 +442,7 @@ def workload_objects(plan_dict: Mapping[str, Any], workload: Mapping[str, Any]) 
 
 def _whole_by_team(plan: PlanView) -> Dict[str, Dict[str, int]]:
     out: Dict[str, Dict[str, int]] = {}
-    for _, gpu in plan.gpus():
+    for _host, gpu in plan.gpus():
         if gpu.get("use") == "whole" and gpu.get("team"):
             out.setdefault(gpu["team"], {})
             out[gpu["team"]][gpu["model"]] = out[gpu["team"]].get(gpu["model"], 0) + 1
@@ -472,7 +472,7 @@ def default_steps(plan_dict: Mapping[str, Any]) -> List[Dict[str, Any]]:
     mig = next(((h, g) for h, g in plan.gpus() if g.get("use") == "mig" and g.get("team") and g.get("instances")), None)
     mig_names: List[str] = []
     if mig:
-        _, gpu = mig
+        _host, gpu = mig
         named = [i for i in gpu["instances"] if i.get("name")] or gpu["instances"][:3]
         submit = []
         for inst in named:
@@ -483,7 +483,7 @@ def default_steps(plan_dict: Mapping[str, Any]) -> List[Dict[str, Any]]:
     shared = next(((h, g) for h, g in plan.gpus() if g.get("use") == "shared" and g.get("team")), None)
     notebooks: List[str] = []
     if shared:
-        _, gpu = shared
+        _host, gpu = shared
         notebooks = ["notebook-%d" % n for n in range(1, int(gpu.get("replicas") or 1) + 1)]
         steps.append({"at": "10:00", "submit": [{"team": gpu["team"], "name": n, "shared": True} for n in notebooks],
                       "expect": {"admitted": notebooks}})
@@ -546,7 +546,7 @@ def worked_day_story(plan_dict: Mapping[str, Any]) -> List[str]:
     """Where a backend cannot do what the story says, in words for the report (DESIGN, docs/backends.md)."""
     plan = PlanView(plan_dict)
     notes = []
-    for _, gpu in plan.gpus():
+    for _host, gpu in plan.gpus():
         if gpu.get("use") != "shared":
             continue
         owned = set((plan.teams.get(gpu.get("team")) or {}).get("capacity") or {})

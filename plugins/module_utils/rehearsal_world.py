@@ -193,7 +193,7 @@ def extended_resources(host: str, gpus: Sequence[Mapping[str, Any]],
             profile = model.profile(str(instance["profile"]))
             name = "nvidia.com/mig-" + profile.name.replace("+", ".")
             physical.setdefault(name, []).append(dict(base, profile=profile.name, instance=instance.get("name")))
-    slicing, _ = _time_slicing(config)
+    slicing, _renamed = _time_slicing(config)
     advertised: Dict[str, int] = {}
     index: List[Dict[str, Any]] = []
     for name in sorted(physical):
@@ -213,7 +213,7 @@ def _gfd_labels(host: str, gpus: Sequence[Mapping[str, Any]], backend: str,
     labels = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.count": str(len(gpus))}
     product = sharing.gfd_product(models[0])
     if backend == "device_plugin":
-        slicing, _ = _time_slicing(config)
+        slicing, _renamed = _time_slicing(config)
         # GFD appends -SHARED to the product of time-sliced full GPUs (renamed or not).
         if "nvidia.com/gpu" in slicing:
             product += "-SHARED"

@@ -115,12 +115,12 @@ def cluster(rehearsal_bin, tmp_path_factory):
         _apply_all(info, [operator_namespace])
         _apply_all(info, [o for o in tenancy["manifests/tenancy/boundaries.yaml"] if o])
         _apply_all(info, [o for o in objects if o["kind"] in ("WorkloadPriorityClass", "ResourceFlavor", "Cohort")])
-        _apply_all(info, [o for o in objects if o["kind"] in ("ClusterQueue", "LocalQueue", "DeviceClass", "Role",
-                                                             "RoleBinding")])
+        queue_kinds = ("ClusterQueue", "LocalQueue", "DeviceClass", "Role", "RoleBinding")
+        _apply_all(info, [o for o in objects if o["kind"] in queue_kinds])
         _apply_all(info, [{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": "nvidia"},
                            "handler": "nvidia"}])
-        _apply_all(info, [o for o in objects if o["kind"] in ("ValidatingAdmissionPolicy",
-                                                             "ValidatingAdmissionPolicyBinding")])
+        policy_kinds = ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+        _apply_all(info, [o for o in objects if o["kind"] in policy_kinds])
         # The plan's claims and templates go through the claim policies, as the dra_driver role's apply does.
         _apply_all(info, [o for o in objects if o["kind"] in ("ResourceClaimTemplate", "ResourceClaim")])
         users = {}
@@ -222,8 +222,8 @@ def test_nvidia_runtime_class_environment_and_keys_are_refused(cluster):
     _refused(_create(info, _pod("training", name="rt", runtimeClassName="nvidia"), **tess), "NVIDIA runtime classes")
     _refused(_create(info, _pod("training", name="env", env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]),
                      **tess), "NVIDIA_* environment variables")
-    _refused(_create(info, _pod("training", name="envfrom", envFrom=[{"prefix": "NVIDIA_", "configMapRef":
-                                                                       {"name": "c"}}]), **tess), "envFrom prefix")
+    env_from = [{"prefix": "NVIDIA_", "configMapRef": {"name": "c"}}]
+    _refused(_create(info, _pod("training", name="envfrom", envFrom=env_from), **tess), "envFrom prefix")
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "devices", "namespace": "training"},
               "data": {"NVIDIA_VISIBLE_DEVICES": "all"}}
     _refused(_create(info, config, **tess), "NVIDIA_* keys")

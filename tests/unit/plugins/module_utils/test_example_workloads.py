@@ -242,7 +242,7 @@ def _node_devices(plan, host):
 
 
 def _claim_expressions(plan, spec_devices):
-    classes = {name: obj for name, obj in _plan_objects(plan, "DeviceClass").items()}
+    classes = dict(_plan_objects(plan, "DeviceClass"))
     exactly = spec_devices["requests"][0]["exactly"]
     expressions = [s["cel"]["expression"] for s in classes[exactly["deviceClassName"]]["spec"]["selectors"]]
     expressions += [s["cel"]["expression"] for s in exactly.get("selectors") or []]

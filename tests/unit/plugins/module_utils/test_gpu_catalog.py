@@ -165,7 +165,7 @@ def test_media_and_base_names():
 
 def _captured_totals(reference_dir):
     """product name -> set of fb_memory_usage totals (MiB) of the full GPUs in the real captures."""
-    import xml.etree.ElementTree as ElementTree
+    from xml.etree import ElementTree
 
     totals = {}
     for path in sorted((reference_dir / "nvidia-smi").glob("*.xml")):

@@ -124,8 +124,8 @@ def workload(kind, namespace, template_pod, labels=None, template_labels=None, t
     if kind == "Job":
         spec = {"template": template}
     elif kind == "CronJob":
-        spec = {"schedule": "@daily", "jobTemplate": {"metadata": {"labels": dict(labels or {})},
-                                                       "spec": {"template": template}}}
+        job_template = {"metadata": {"labels": dict(labels or {})}, "spec": {"template": template}}
+        spec = {"schedule": "@daily", "jobTemplate": job_template}
         metadata["labels"] = {}
     else:
         spec = {"selector": {"matchLabels": {"app": "x"}}, "template": template}
@@ -150,8 +150,8 @@ def claim(namespace, name, device_class, **request):
 def claim_template(namespace, device_class, **request):
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
             "metadata": {"name": "t", "namespace": namespace},
-            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": dict(request,
-                                                                                          deviceClassName=device_class)}]}}}}
+            "spec": {"spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": dict(request, deviceClassName=device_class)}]}}}}
 
 
 def test_scheduler_claim_controller_and_kubelet_updates_of_claims_are_not_refused(dra_plan):

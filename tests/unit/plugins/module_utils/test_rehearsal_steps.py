@@ -57,7 +57,7 @@ def test_worked_day_of_the_multinode_inventory():
 
 def test_borrowing_limit_lowers_what_the_fine_tune_asks():
     plan = copy.deepcopy(inventory_plan("multinode", "dra"))
-    resource = [r for r in plan["teams"]["training"]["capacity"]][0]
+    resource = list(plan["teams"]["training"]["capacity"])[0]
     plan["teams"]["training"]["borrowing_limit"] = {resource: 2}
     day = _by_at(rs.default_steps(plan))
     assert day["13:00"]["submit"][0]["gpus"] == 10
@@ -171,7 +171,7 @@ def test_judge_names_step_team_and_workload():
     assert ("production", "vllm", "expected preempted during this step, was not") in whats
     assert ("training", "sneaky", "expected denied, was admitted") in whats
     assert ("training", "", "expected team training to borrow 1, borrowed 0") in whats
-    assert any("asked for a whole GPU" in w for _, _, w in whats)
+    assert any("asked for a whole GPU" in w for _step, _team, w in whats)
     assert all(u["step"] == "19:00" for u in unmet)
 
 
