@@ -68,7 +68,6 @@ class QuotaPlan:
 UnitMap = Dict[FlavorResource, Dict[str, int]]
 
 
-
 def _quantity(value: Any) -> str:
     """A ClusterQueue quantity written as the API server returns it: a string.
 
@@ -78,6 +77,7 @@ def _quantity(value: Any) -> str:
     would make every second apply of the plan report a change.
     """
     return str(value)
+
 
 def collect_units(nodes: Mapping[str, sharing.NodePlan]) -> Tuple[UnitMap, Dict[str, Tuple[str, str]]]:
     """Units owned per (flavor, resource) and team, from the per-node sharing plan."""
