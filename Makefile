@@ -80,7 +80,9 @@ demo: venv collection-link ## Plan the bundled example inventory (no host is tou
 
 lint: venv collection-link ## yamllint and ansible-lint (production profile)
 	$(BIN)/yamllint --strict .
-	$(BIN)/ansible-lint --strict
+	@# ansible-lint looks first in $$ANSIBLE_HOME/collections (~/.ansible), where an earlier
+	@# install may have left a copy of this collection that would shadow the checkout.
+	ANSIBLE_HOME=$(BUILD)/ansible-home $(BIN)/ansible-lint --strict
 
 sanity: venv ## ansible-test sanity from a temporary ansible_collections tree
 	bash tools/sanity.sh
