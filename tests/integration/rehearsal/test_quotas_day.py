@@ -23,7 +23,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils import example_wo
 from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
 
-from conftest import REPO_ROOT
+from rehearsal_env import REPO_ROOT
 
 FIXTURE = REPO_ROOT / "tests" / "unit" / "fixtures" / "inventories" / "four_gpu_example.yml"
 RTX = "NVIDIA RTX PRO 6000 Blackwell Server Edition"

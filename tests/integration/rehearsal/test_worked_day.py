@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO_ROOT, _collection_path
+from rehearsal_env import REPO_ROOT, collection_path as _collection_path
 
 RUNS = [("example", "dra"), ("example", "device_plugin"), ("multinode", "dra")]
 

@@ -22,7 +22,8 @@ def renderer(add_node_stdout: str) -> Renderer:
     r = Renderer("microk8s", facts, {"inventory_hostname": "mk2"})
     r.variables.update(
         inventory_hostname="mk2", __microk8s_bootstrap="mk1", __microk8s_join_token=TOKEN,
-        hostvars={"mk1": {"microk8s_node_address": "10.0.0.11"}},
+        # The address the preflight publishes as a fact for every host (roles/microk8s/tasks/preflight.yml).
+        hostvars={"mk1": {"__microk8s_node_address": "10.0.0.11"}},
         __microk8s_add_node={"results": [{"item": "gpu1", "stdout": "ffffffffffffffffffffffffffffffff/aaaaaaaaaaaa"},
                                          {"item": "mk2", "stdout": add_node_stdout + "\n"}]})
     return r
