@@ -70,8 +70,9 @@ def test_worked_day(rehearsal_bin, tmp_path, inventory, backend):
     allocations = [a for s in document["steps"] for a in s["allocations"]]
     assert allocations and not [a for a in allocations if a.get("mismatch")]
     assert all(a["model"] for a in allocations)
-    mig = list(steps["09:30"]["allocations"])
-    assert mig and all(a["profile"] for a in mig)
+    # a step's allocations are every claim allocated then (08:00's serving too): the MIG ones got a profile
+    mig = [a for a in steps["09:30"]["allocations"] if a.get("profile")]
+    assert mig and all(a["model"] for a in mig)
     # borrowing at night, reclaim in the morning
     night = steps["19:00"]["teams"]
     assert night["training"]["admitted"] == ["fine-tune"] and night["training"]["borrowing"] > 0
@@ -85,12 +86,13 @@ def test_worked_day(rehearsal_bin, tmp_path, inventory, backend):
 
 
 def test_a_failed_expectation_fails_the_run_and_still_stops_the_control_plane(rehearsal_bin, tmp_path):
-    steps = json.dumps([{"at": "08:00", "submit": [{"team": "training", "name": "greedy", "gpus": 2}],
-                         "expect": {"admitted": ["greedy"]}}])
+    # One GPU of its own quota: training's job is admitted at once, so expecting it pending must fail.
+    steps = json.dumps([{"at": "08:00", "submit": [{"team": "training", "name": "greedy", "gpus": 1}],
+                         "expect": {"pending": ["greedy"]}}])
     extra = ["-e", "gpushare_rehearsal_second_apply=false", "-e", '{"gpushare_rehearsal_steps": %s}' % steps]
     result, document, _plan_dir, _log = rehearse(tmp_path, rehearsal_bin["bin_dir"], "example", "dra", extra=extra)
     assert result.returncode != 0
-    assert "08:00 training greedy: expected admitted, was pending" in result.stdout
+    assert "08:00 training greedy: expected pending, was admitted" in result.stdout
     assert document["unmet"][0]["workload"] == "greedy"
     # the always: branch stopped every process of the rehearsal
     state = json.loads((tmp_path / "plan.rehearsal" / "state.json").read_text())
