@@ -15,7 +15,13 @@ def test_all_filters_exposed():
         "k8s_minor", "k8s_supported_minor", "k8s_upgrade_needed", "k8s_network_errors", "k8s_topology_errors",
         "k8s_join_order", "k8s_upgrade_order", "k8s_reset_order", "k8s_feature_gates", "k8s_extra_args",
         "k8s_package_repo", "microk8s_merge_args", "microk8s_merge_env", "microk8s_enable_cdi",
+        "k8s_backend_apiserver_args",
     }
+
+
+def test_backend_apiserver_args_filter():
+    assert FILTERS["k8s_backend_apiserver_args"](None, "dra") == {"runtime-config": "resource.k8s.io/v1beta1=true"}
+    assert FILTERS["k8s_backend_apiserver_args"]({"event-ttl": "1h"}, "device_plugin") == {"event-ttl": "1h"}
 
 
 def test_value_errors_become_filter_errors():
