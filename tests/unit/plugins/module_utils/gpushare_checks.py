@@ -231,3 +231,14 @@ def validate_core(obj: Dict[str, Any]) -> None:
         except kubernetes_validate.ValidationError as exc:
             raise AssertionError("%s %s invalid for Kubernetes %s: %s"
                                  % (obj["kind"], obj["metadata"].get("name"), version, exc)) from exc
+
+
+def quota_of(cq, flavor, resource):
+    """The quota entry of a ClusterQueue for (flavor, resource), or None."""
+    for group in cq["spec"]["resourceGroups"]:
+        for item in group["flavors"]:
+            if item["name"] == flavor:
+                for quota in item["resources"]:
+                    if quota["name"] == resource:
+                        return quota
+    return None

@@ -14,7 +14,7 @@ import yaml
 from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
 
-from gpushare_checks import validate_core
+from gpushare_checks import quota_of, validate_core
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "inventories" / "example"
 
@@ -165,16 +165,6 @@ def _cluster_queue(plan, namespace, queue):
     return _plan_objects(plan, "ClusterQueue")[local["spec"]["clusterQueue"]]
 
 
-def _quota_entry(cq, flavor, resource):
-    for group in cq["spec"]["resourceGroups"]:
-        for item in group["flavors"]:
-            if item["name"] == flavor:
-                for quota in item["resources"]:
-                    if quota["name"] == resource:
-                        return quota
-    return None
-
-
 def _pods(obj):
     if obj["kind"] == "Pod":
         return 1
@@ -211,10 +201,10 @@ def _fits_some_flavor(plan, cq, requests):
         for flavor in group["flavors"]:
             ok = True
             for resource, count in wanted.items():
-                own = _quota_entry(cq, flavor["name"], resource)
+                own = quota_of(cq, flavor["name"], resource)
                 lend = 0
                 for other in cohort:
-                    entry = _quota_entry(other, flavor["name"], resource) or {"nominalQuota": "0"}
+                    entry = quota_of(other, flavor["name"], resource) or {"nominalQuota": "0"}
                     lend += min(int(entry.get("lendingLimit", entry["nominalQuota"])), int(entry["nominalQuota"]))
                 borrow = int(own.get("borrowingLimit", lend))
                 if count > int(own["nominalQuota"]) + min(borrow, lend):

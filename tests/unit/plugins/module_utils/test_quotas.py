@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan
 from ansible_collections.gpushare.cluster.plugins.module_utils.quotas import resource_groups
 
-from gpushare_checks import kueue_cel_failures, kueue_webhook_problems, validate_kueue
+from gpushare_checks import kueue_cel_failures, kueue_webhook_problems, quota_of, validate_kueue
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
 BACKENDS = ("dra", "device_plugin")
@@ -43,16 +43,6 @@ def nominal_sums(plan):
                     if quota["name"] not in ("cpu", "memory"):
                         sums[(flavor["name"], quota["name"])] += int(quota["nominalQuota"])
     return sums
-
-
-def quota_of(cq, flavor, resource):
-    for group in cq["spec"]["resourceGroups"]:
-        for item in group["flavors"]:
-            if item["name"] == flavor:
-                for quota in item["resources"]:
-                    if quota["name"] == resource:
-                        return quota
-    return None
 
 
 # --- the four-GPU server of the design ---------------------------------------------------
