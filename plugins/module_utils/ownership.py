@@ -12,6 +12,44 @@ ignores the second, which changes whenever anything in the plan does.
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
+from typing import Any, Dict, Iterable, List, Mapping
+
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "gpushare.cluster"
 GENERATION_LABEL = "gpushare.io/plan-generation"
+
+
+def generation(objects: Iterable[Mapping[str, Any]]) -> str:
+    """Twelve hex digits naming the plan generation: a hash of ``objects`` without their
+    generation label, so stamping objects does not change the generation they get."""
+    text = json.dumps([_without_generation(obj) for obj in objects], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+def stamp(objects: Iterable[Mapping[str, Any]], plan_generation: str) -> List[Dict[str, Any]]:
+    """Copies of ``objects`` carrying the ownership label and ``plan_generation``."""
+    stamped = []
+    for obj in objects:
+        copied = copy.deepcopy(dict(obj))
+        labels = copied.setdefault("metadata", {}).setdefault("labels", {})
+        labels[MANAGED_BY_LABEL] = MANAGED_BY
+        labels[GENERATION_LABEL] = plan_generation
+        stamped.append(copied)
+    return stamped
+
+
+def is_owned(obj: Mapping[str, Any]) -> bool:
+    """Whether ``obj`` (as rendered or as read from the cluster) is one of the collection's."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get(MANAGED_BY_LABEL) == MANAGED_BY
+
+
+def _without_generation(obj: Mapping[str, Any]) -> Dict[str, Any]:
+    copied = copy.deepcopy(dict(obj))
+    labels = (copied.get("metadata") or {}).get("labels")
+    if isinstance(labels, dict):
+        labels.pop(GENERATION_LABEL, None)
+    return copied
