@@ -23,9 +23,9 @@ GENERATION_LABEL = "gpushare.io/plan-generation"
 
 
 def generation(objects: Iterable[Mapping[str, Any]]) -> str:
-    """Twelve hex digits naming the plan generation: a hash of ``objects`` without their
-    generation label, so stamping objects does not change the generation they get."""
-    text = json.dumps([_without_generation(obj) for obj in objects], sort_keys=True, separators=(",", ":"))
+    """Twelve hex digits naming the plan generation: a hash of ``objects`` without the two
+    ownership labels, so stamped and unstamped objects have the same generation."""
+    text = json.dumps([_unstamped(obj) for obj in objects], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
@@ -47,9 +47,13 @@ def is_owned(obj: Mapping[str, Any]) -> bool:
     return labels.get(MANAGED_BY_LABEL) == MANAGED_BY
 
 
-def _without_generation(obj: Mapping[str, Any]) -> Dict[str, Any]:
+def _unstamped(obj: Mapping[str, Any]) -> Dict[str, Any]:
     copied = copy.deepcopy(dict(obj))
-    labels = (copied.get("metadata") or {}).get("labels")
+    metadata = copied.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, dict) else None
     if isinstance(labels, dict):
         labels.pop(GENERATION_LABEL, None)
+        labels.pop(MANAGED_BY_LABEL, None)
+        if not labels:
+            del metadata["labels"]
     return copied
