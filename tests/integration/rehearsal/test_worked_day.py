@@ -24,7 +24,7 @@ import pytest
 
 from rehearsal_env import REPO_ROOT, collection_path as _collection_path
 
-RUNS = [("example", "dra"), ("example", "device_plugin"), ("multinode", "dra")]
+RUNS = [("example", "dra"), ("example", "device_plugin"), ("multinode", "dra"), ("one-control-plane", "dra")]
 
 
 def rehearse(tmp_path: Path, bin_dir: str, inventory: str, backend: str, extra=()):
