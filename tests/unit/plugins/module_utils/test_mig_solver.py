@@ -493,3 +493,14 @@ def test_stranded_slices_agree_with_trying_every_further_instance(key, data):
     else:
         assert usage["stranded_compute"] == model.compute_slices - usage["compute_used"]
         assert usage["stranded_memory"] == model.memory_slices - usage["memory_used"]
+
+
+def test_the_worked_example_of_docs_mig_md_is_what_the_planner_says():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[4] / "docs" / "mig.md").read_text(encoding="utf-8")
+    quoted = re.search(r"```\n(host hgx1, GPU 4 \(H100-80GB\): 2 of 7 compute.*?)```", text, re.S).group(1)
+    result = _plan_one("H100-80GB", {"instances": [{"name": "embeddings", "memory": "10GiB"},
+                                                   {"name": "guard", "memory": "10GiB"}]}, host="hgx1", index=4)
+    assert result["warnings"] == [" ".join(quoted.split())]
