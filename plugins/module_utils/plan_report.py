@@ -18,6 +18,7 @@ the host, GPU index and field.
 
 from __future__ import annotations
 
+import functools
 import html
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -172,10 +173,19 @@ def slice_usage(gpu: Dict[str, Any]) -> Optional[Dict[str, int]]:
 
     None when the model is not in the catalog, or a profile is unknown to it."""
     try:
+        placements = tuple((str(inst["profile"]), int(inst["start"])) for inst in gpu.get("instances") or [])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return _slice_usage(str(gpu.get("model")), placements)
+
+
+@functools.lru_cache(maxsize=1024)
+def _slice_usage(model_key: str, placements: Tuple[Tuple[str, int], ...]) -> Optional[Dict[str, int]]:
+    # A fleet repeats a few layouts: each is counted once.
+    try:
         from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog, mig_solver
 
-        model = gpu_catalog.lookup(str(gpu.get("model")))
-        return mig_solver.slice_usage(model, [(inst["profile"], inst["start"]) for inst in gpu.get("instances") or []])
+        return mig_solver.slice_usage(gpu_catalog.lookup(model_key), list(placements))
     except (ImportError, ValueError, AttributeError):
         return None
 
