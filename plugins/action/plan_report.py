@@ -12,8 +12,10 @@ through module arguments and results costs many times more than planning it.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import re
 import shutil
 import tempfile
 
@@ -48,12 +50,12 @@ ARGUMENT_SPEC = dict(
 TERMINAL_ROWS = 64
 
 
-def generated_files(plan, title, examples):
+def generated_files(plan, title, examples, stamp=None):
     """Relative path -> bytes of every file the report itself consists of."""
     files = {
         "plan.json": (json.dumps(plan, indent=2, sort_keys=True) + "\n").encode("utf-8"),
-        "index.html": plan_report.render_html(plan, title=title).encode("utf-8"),
-        "summary.txt": plan_report.summary_table(plan).encode("utf-8"),
+        "index.html": plan_report.render_html(plan, title=title, stamp=stamp).encode("utf-8"),
+        "summary.txt": plan_report.summary_table(plan, stamp=stamp).encode("utf-8"),
     }
     if examples:
         objects = example_workloads.build_examples(plan)
@@ -98,6 +100,59 @@ def publish(dest, tree):
                 shutil.rmtree(leftover)
 
 
+_STAMP_DATE = re.compile(r'data-stamp-date="([^"]*)"')
+
+
+def collection_version():
+    """Version of the gpushare.cluster this plugin belongs to: MANIFEST.json when installed, galaxy.yml in a checkout."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        with open(os.path.join(root, "MANIFEST.json"), encoding="utf-8") as handle:
+            return str(json.load(handle)["collection_info"]["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        with open(os.path.join(root, "galaxy.yml"), encoding="utf-8") as handle:
+            return str((yaml.safe_load(handle) or {}).get("version") or "unknown")
+    except (OSError, AttributeError, yaml.YAMLError if yaml else ValueError):
+        return "unknown"
+
+
+def inventory_names(sources, cwd):
+    """The inventory sources as the user named them: relative to the working directory when inside it."""
+    names = []
+    for source in sources or []:
+        source = str(source)
+        if os.path.isabs(source) and cwd and (source == cwd or source.startswith(cwd.rstrip(os.sep) + os.sep)):
+            source = os.path.relpath(source, cwd)
+        names.append(source)
+    return ", ".join(names) or "none"
+
+
+def previous_date(tree):
+    """The date stamped on the report already in the plan directory, or None."""
+    match = _STAMP_DATE.search(tree.get("index.html", b"").decode("utf-8", "replace"))
+    return match.group(1) if match else None
+
+
+def now_stamp_date():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def failure(result, errors):
+    """A failed result that lists each problem once.
+
+    Raising AnsibleActionFail would make ansible-core 2.19 print the message three times
+    (the error, the same text as its cause, and the result's msg); the default callback
+    prints a returned result's msg twice (the [ERROR] line and the result). So the list is
+    in ``errors`` only and ``msg`` is one line that points to it.
+    """
+    result.update(failed=True, changed=False, errors=list(errors),
+                  msg="the plan cannot be made: %d problem%s, listed under errors"
+                      % (len(errors), "" if len(errors) == 1 else "s"))
+    return result
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -124,11 +179,8 @@ class ActionModule(ActionBase):
                                       % (host, name, error.message if hasattr(error, "message") else error))
         controller = {name: _plain(self._templar.template(task_vars[name]))
                       for name in CONTROLLER_VARIABLES if name in task_vars}
-        try:
-            return plan_inventory(controller, per_host, groups, cohort=args["cohort"], errors=errors,
-                                  discovery_pending=args["discovery_pending"])
-        except PlanError as error:
-            raise AnsibleActionFail(str(error), result={"errors": error.errors})
+        return plan_inventory(controller, per_host, groups, cohort=args["cohort"], errors=errors,
+                              discovery_pending=args["discovery_pending"])
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
@@ -146,36 +198,57 @@ class ActionModule(ActionBase):
                           "(move that file away or choose another gpushare_plan_dir)" % dest)
         if args["plan"] is not None:
             if errors:
-                raise AnsibleActionFail("; ".join(errors), result={"errors": errors})
+                return failure(result, errors)
             plan = _plain(args["plan"])
         else:
-            plan = self._inventory_plan(args, task_vars, errors)
+            try:
+                plan = self._inventory_plan(args, task_vars, errors)
+            except PlanError as error:
+                return failure(result, error.errors)
         if args["discovery_pending"]:
             # Checked before the hosts are asked for their GPUs; the plan comes after discovery.
             result.update(changed=False)
             return result
+        warnings = plan.get("warnings") or []
+        # Each warning once: as an Ansible warning here (the summary then only counts them).
+        for warning in warnings[:TERMINAL_ROWS]:
+            self._display.warning(warning)
         if not args["write"]:
             # Plan only: validate the inventory and hand the plan to later tasks.
-            result.update(changed=False, ansible_facts={"gpushare_plan": plan})
+            result.update(changed=False, ansible_facts={"gpushare_plan": plan}, warnings_count=len(warnings))
             return result
-        try:
-            tree = generated_files(plan, args["title"], args["examples"])
-        except ValueError as error:
-            raise AnsibleActionFail("cannot write the plan report: %s" % error)
+        stamp = {"inventory": inventory_names(task_vars.get("ansible_inventory_sources"), os.getcwd()),
+                 "version": collection_version()}
         # What the add-on roles would render, with their defaults and this play's variables.
+        rendered_addons = {}
         for addon in args["addons"]:
             rendered = addon_settings.render(addon, plan, task_vars, self._templar, self._loader)
-            tree.update((relative, text.encode("utf-8")) for relative, text in rendered.items())
+            rendered_addons.update((relative, text.encode("utf-8")) for relative, text in rendered.items())
 
-        changed = read_tree(dest) != tree
+        def build(date):
+            tree = generated_files(plan, args["title"], args["examples"], dict(stamp, date=date))
+            tree.update(rendered_addons)
+            return tree
+
+        existing = read_tree(dest)
+        # The date says when this plan was made: it is renewed only when something else in
+        # the directory changes, so a second run on the same inventory changes nothing.
+        try:
+            earlier = previous_date(existing)
+            tree = build(earlier) if earlier else None
+            changed = tree is None or existing != tree
+            if changed:
+                tree = build(now_stamp_date())
+        except ValueError as error:
+            return failure(result, ["cannot write the plan report: %s" % error])
         if changed and not self._task.check_mode:
             publish(dest, tree)
 
-        warnings = plan.get("warnings") or []
-        for warning in warnings[:TERMINAL_ROWS]:
-            self._display.warning(warning)
+        shown = min(len(warnings), TERMINAL_ROWS)
         result.update(changed=changed, dest=dest, html=os.path.join(dest, "index.html"), files=sorted(tree),
-                      summary=plan_report.summary_table(plan, max_rows=args["summary_rows"]),
+                      summary=plan_report.summary_table(plan, max_rows=args["summary_rows"],
+                                                        stamp=dict(stamp, date=previous_date(tree)),
+                                                        warnings_shown=shown),
                       warnings_count=len(warnings))
         if args["return_plan"]:
             result["plan"] = plan

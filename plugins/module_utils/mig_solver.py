@@ -436,6 +436,99 @@ def _warnings_for(model: GpuModel, slots: Sequence[Tuple[str, int, Optional[str]
     return warnings
 
 
+def slice_usage(model: GpuModel, placements: Sequence[Slot]) -> Dict[str, int]:
+    """Compute and memory slices a layout uses, and what no further instance can use.
+
+    A slice is *stranded* when it is idle and no profile of the model can still be placed
+    (every allowed start overlaps an instance, the max count is reached, or its compute
+    slices no longer fit). Idle slices that a further instance could take (``fill: false``)
+    are free, not stranded. Keys: ``compute_used``, ``compute_total``, ``memory_used``,
+    ``memory_total``, ``stranded_compute``, ``stranded_memory``.
+    """
+    occupied = 0
+    compute = memory = 0
+    counts: Dict[str, int] = {}
+    for name, start in placements:
+        profile = model.profile(name)
+        occupied |= _mask(profile, start)
+        compute += profile.compute_slices
+        memory += profile.memory_slices
+        counts[profile.name] = counts.get(profile.name, 0) + 1
+    more_fits = any(
+        counts.get(profile.name, 0) < profile.max_count and compute + profile.compute_slices <= model.compute_slices
+        and any(not occupied & _mask(profile, start) for start in profile.starts)
+        for profile in model.profiles)
+    usage = {"compute_used": compute, "compute_total": model.compute_slices,
+             "memory_used": memory, "memory_total": model.memory_slices,
+             "stranded_compute": 0, "stranded_memory": 0}
+    if not more_fits:
+        usage["stranded_compute"] = model.compute_slices - compute
+        usage["stranded_memory"] = model.memory_slices - memory
+    return usage
+
+
+def _decimal_gb(mib: int) -> int:
+    """The largest whole number of decimal gigabytes (10^9 bytes) that fits in ``mib``."""
+    return int(mib * 1048576 // 1000000000)
+
+
+def _counted(names: Sequence[str]) -> str:
+    """'3 x 1g.20gb, 2 x 1g.10gb' for a list of profile names, in first-seen order."""
+    counts: Dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return ", ".join(("%d x %s" % (count, name)) if count > 1 else name for name, count in counts.items())
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return ", ".join(repr(name) for name in names)
+
+
+def _stranding_notes(model: GpuModel, slots: Sequence[Tuple[str, int, Optional[str]]],
+                     needs: Sequence[Dict[str, Any]]) -> List[str]:
+    """Say when a layout leaves compute (or memory) slices that no instance can use, and why."""
+    usage = slice_usage(model, [(name, start) for name, start, _need in slots])
+    notes: List[str] = []
+    chosen = {need: name for name, _start, need in slots if need}
+    listing = _counted([name for name, _start, _need in slots])
+    if usage["stranded_compute"]:
+        # Needs that just miss a profile with fewer memory slices for the same compute: the
+        # typical case is a need written in GiB (10GiB) beside a 9.75 GiB profile (1g.10gb).
+        missed: Dict[Tuple[str, str, int], List[str]] = {}
+        for need in needs:
+            profile = model.profile(chosen[need["name"]])
+            smaller = [p for p in model.profiles if p.media == profile.media and p.compute_slices == profile.compute_slices
+                       and p.memory_slices < profile.memory_slices and p.memory_mib < need["memory_mib"]]
+            if smaller:
+                near = max(smaller, key=lambda p: p.memory_mib)
+                missed.setdefault((profile.name, near.name, need["memory_mib"]), []).append(need["name"])
+        hints = []
+        for (taken, near_name, memory_mib), needers in missed.items():
+            near, profile = model.profile(near_name), model.profile(taken)
+            hints.append("%s %s %s%s, more than %s holds (%s usable), so %s %s (%d memory slices for %d compute "
+                         "slice%s); a need of at most %s, such as memory: %dGB (decimal gigabytes), would take %s"
+                         % (_quoted(needers), "asks for" if len(needers) == 1 else "ask for", format_mib(memory_mib),
+                            "" if len(needers) == 1 else " each", near.name, format_mib(near.memory_mib),
+                            "it takes" if len(needers) == 1 else "each takes", profile.name, profile.memory_slices,
+                            profile.compute_slices, "" if profile.compute_slices == 1 else "s",
+                            format_mib(near.memory_mib), _decimal_gb(near.memory_mib), near.name))
+        notes.append("%d of %d compute slices stay idle: the instances (%s) take all %d memory slices but only %d "
+                     "compute slices, so no further instance fits%s"
+                     % (usage["stranded_compute"], usage["compute_total"], listing, usage["memory_used"],
+                        usage["compute_used"], "; " + "; ".join(hints) if hints else ""))
+    if usage["stranded_memory"]:
+        single = [p.memory_mib for p in model.profiles if p.memory_slices == 1]
+        driven = ["%r asks for %d compute slices and takes %s" % (need["name"], need["compute"], chosen[need["name"]])
+                  for need in needs if need["compute"] > 1]
+        notes.append("%d of %d memory slices stay unused%s: the instances (%s) take all %d compute slices but only "
+                     "%d memory slices, so no further instance fits%s"
+                     % (usage["stranded_memory"], usage["memory_total"],
+                        " (about %s)" % format_mib(min(single) * usage["stranded_memory"]) if single else "",
+                        listing, usage["compute_used"], usage["memory_used"],
+                        "; " + "; ".join(driven) if driven else ""))
+    return notes
+
+
 @functools.lru_cache(maxsize=4096)
 def _solve_cached(model_key: str, request: str) -> Tuple[Tuple[Tuple[str, int, Optional[str]], ...], Tuple[str, ...]]:
     """Solve one GPU's ``mig`` request (as canonical JSON). Raises _Reason."""
@@ -452,6 +545,7 @@ def _solve_cached(model_key: str, request: str) -> Tuple[Tuple[Tuple[str, int, O
     if not isinstance(fill, bool):
         raise _Reason("mig.fill", "must be true or false, got %r" % (fill,))
     notes: List[str] = []
+    needs: List[Dict[str, Any]] = []
     if "profiles" in mig:
         if "fill" in mig:
             raise _Reason("mig.fill", "applies to instances only; explicit profiles are placed exactly as asked")
@@ -463,6 +557,7 @@ def _solve_cached(model_key: str, request: str) -> Tuple[Tuple[Tuple[str, int, O
     if problems:  # pragma: no cover - guards the search itself
         raise AssertionError("planner produced an invalid layout: %s" % "; ".join(problems))
     ordered = sorted(slots, key=lambda s: (-model.profile(s[0]).size, -model.profile(s[0]).compute_slices, s[1]))
+    notes += _stranding_notes(model, ordered, needs)
     return tuple(ordered), tuple(notes + _warnings_for(model, slots))
 
 

@@ -128,7 +128,7 @@ class _Planner:
         self.backend = backend
         self.result = SharingPlan()
         # Fleets repeat a handful of node shapes: solve each shape once.
-        self._shape_cache: Dict[str, Tuple[Dict[str, Any], List[str]]] = {}
+        self._shape_cache: Dict[str, Tuple[Dict[str, Any], List[str], List[str]]] = {}
 
     def plan(self, nodes: Mapping[str, Sequence[Gpu]]) -> SharingPlan:
         for host in sorted(nodes):
@@ -140,6 +140,7 @@ class _Planner:
                 continue
             if len(self.result.errors) == before:
                 self.result.nodes[host] = node
+        self.result.warnings.extend(self._layout_warnings())
         return self.result
 
     def _convert_shared(self, host: str, gpus: List[Gpu]) -> Dict[int, str]:
@@ -268,10 +269,26 @@ class _Planner:
             devices = layout["mig_parted"]["mig-configs"]["node"]
             name = _content_name(devices)
             self.result.mig_configs.setdefault(name, devices)
-            cached = ({"gpus": layout["gpus"], "name": name}, list(layout.get("warnings", [])))
+            cached = ({"gpus": layout["gpus"], "name": name}, list(layout.get("warnings", [])), [])
             self._shape_cache[shape] = cached
-            self.result.warnings.extend("host %s: %s" % (host, w) for w in cached[1])
+        cached[2].append(host)
         return cached[0], cached[0]["name"]
+
+    def _layout_warnings(self) -> List[str]:
+        """The MIG warnings of each node shape once, naming every host of that shape.
+
+        The solver's warnings name the first host of the shape ("host a, GPU 1 ..."); the
+        other hosts get the same layout, so they are named in the same warning.
+        """
+        warnings = []
+        for _layout, shape_warnings, hosts in self._shape_cache.values():
+            first = "host %s, " % hosts[0]
+            shown = ", ".join(hosts[:3]) + (" and %d more" % (len(hosts) - 3) if len(hosts) > 3 else "")
+            for warning in shape_warnings:
+                if len(hosts) > 1 and warning.startswith(first):
+                    warning = "hosts %s, %s" % (shown, warning[len(first):])
+                warnings.append(warning)
+        return warnings
 
     def _device_plugin_config(self, shared_replicas: Dict[str, int]) -> str:
         flags = {"migStrategy": "mixed"}

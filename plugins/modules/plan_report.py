@@ -31,7 +31,11 @@ description:
     the teams, every GPU entry, and the names of every generated object and Node.
   - This is the one validation of the collection; C(playbooks/plan.yml) and the preflight of
     C(playbooks/site.yml) both run it (the latter with O(write=false)).
-  - When the inventory has errors, the task fails listing every one and writes nothing.
+  - When the inventory has errors, the task fails and writes nothing; RV(errors) lists every
+    problem, each once, and the message only says how many there are.
+  - The report and the summary are stamped with the inventory, the date the plan was made
+    and the collection version; the date is renewed only when the content changes, so a
+    second run on the same inventory changes nothing.
   - With O(addons), the same directory also gets every file those add-on roles render
     (C(values/) and C(manifests/<role>/)), the bytes M(gpushare.cluster.render_addon) writes
     in the role, with the roles' defaults overridden by the variables of the play.
@@ -147,7 +151,8 @@ files:
   sample: [index.html, plan.json, summary.txt, manifests/examples/10-serving.yaml]
 summary:
   description:
-    - The plan as a plain-text table, at most O(summary_rows) GPU rows and warnings (C(summary.txt) has all).
+    - The plan as a plain-text table, at most O(summary_rows) GPU rows (C(summary.txt) has all). The
+      warnings, already shown as Ansible warnings, are counted there, not repeated.
   returned: always
   type: str
 warnings_count:

@@ -129,6 +129,36 @@ def test_plan_is_idempotent(example_plan):
     assert before == after
 
 
+def test_the_stamp_date_is_renewed_only_when_the_plan_changes(tmp_path, example_plan):
+    plan_dir = tmp_path / "plan"
+    shutil.copytree(example_plan[0], plan_dir)
+    stamped = re.compile(r"planned \d{4}-\d\d-\d\d \d\d:\d\d UTC")
+    for name in ("index.html", "summary.txt"):
+        path = plan_dir / name
+        text = path.read_text(encoding="utf-8")
+        assert stamped.search(text), name
+        text = stamped.sub("planned 2001-02-03 04:05 UTC", text)
+        text = re.sub(r'data-stamp-date="[^"]*"', 'data-stamp-date="2001-02-03 04:05 UTC"', text)
+        path.write_text(text, encoding="utf-8")
+    # The same inventory again: the old date stays, nothing is written.
+    again = runner.run_plan_playbook(EXAMPLE, plan_dir)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "planned 2001-02-03 04:05 UTC" in again.stdout
+    assert re.search(r"write the plan directory\][^\n]*\nok:", again.stdout), again.stdout[-3000:]
+    assert 'data-stamp-date="2001-02-03 04:05 UTC"' in (plan_dir / "index.html").read_text(encoding="utf-8")
+    # A changed inventory makes a new plan, dated now.
+    inventory = tmp_path / "inventory"
+    shutil.copytree(EXAMPLE, inventory)
+    host_vars = inventory / "host_vars" / "gpu1.yml"
+    host_vars.write_text(host_vars.read_text(encoding="utf-8").replace("replicas: 5", "replicas: 6"), encoding="utf-8")
+    changed = runner.run_plan_playbook(inventory, plan_dir)
+    assert changed.returncode == 0, changed.stdout[-3000:]
+    assert re.search(r"write the plan directory\][^\n]*\nchanged:", changed.stdout), changed.stdout[-3000:]
+    html = (plan_dir / "index.html").read_text(encoding="utf-8")
+    assert "2001-02-03" not in html and stamped.search(html)
+    assert "gpushare.cluster %s" % yaml.safe_load((REPO_ROOT / "galaxy.yml").read_text())["version"] in html
+
+
 def _broken_inventory(tmp_path):
     inventory = tmp_path / "inventory"
     shutil.copytree(EXAMPLE, inventory)
@@ -141,6 +171,14 @@ def _broken_inventory(tmp_path):
     return inventory
 
 
+def _each_printed_once(output):
+    """Every problem of the failed plan task appears once in the run's output."""
+    errors = json.loads(re.search(r"^fatal: \[localhost\]: FAILED! => (\{.*\})$", output, re.MULTILINE).group(1))["errors"]
+    assert len(errors) == 3, errors
+    for error in errors:
+        assert output.count(error) == 1, (error, output[-4000:])
+
+
 def test_plan_with_errors_fails_listing_all_and_writes_nothing(tmp_path):
     plan_dir = tmp_path / "out" / "plan"
     result = runner.run_plan_playbook(_broken_inventory(tmp_path), plan_dir)
@@ -149,7 +187,8 @@ def test_plan_with_errors_fails_listing_all_and_writes_nothing(tmp_path):
     assert "marketing" in output
     assert "replicas" in output
     assert re.search(r"index|duplicate", output)
-    assert "the plan cannot be made, 3 problem(s)" in output
+    assert "the plan cannot be made: 3 problems, listed under errors" in output
+    _each_printed_once(output)
     assert not plan_dir.exists()
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
@@ -158,7 +197,8 @@ def test_site_with_errors_stops_in_the_preflight_before_any_host_play(tmp_path):
     result = runner.ansible_playbook("-i", str(_broken_inventory(tmp_path)), str(PLAYBOOKS / "site.yml"),
                                      "-e", "gpushare_discover=false")
     assert result.returncode != 0
-    assert "the plan cannot be made, 3 problem(s)" in result.stdout
+    assert "the plan cannot be made: 3 problems, listed under errors" in result.stdout
+    _each_printed_once(result.stdout + result.stderr)
     assert "PLAY [Prepare the hosts]" not in result.stdout
     # gpu1 only went through the (skipped) discovery play: nothing ran on it.
     assert re.search(r"gpu1\s+: ok=0\s+changed=0\s+unreachable=0\s+failed=0", result.stdout), result.stdout
@@ -199,3 +239,12 @@ def test_multinode_secrets_decrypt_with_the_demo_password():
     check = subprocess.run(command, env=runner.ansible_env(), capture_output=True, text=True, timeout=120, check=False)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "\"msg\": 18" in check.stdout
+
+
+def test_site_preflight_shows_each_plan_warning_once(tmp_path):
+    # The example's time-sliced GPU has no UUID known: the plan warns, and site.yml says so once.
+    result = runner.ansible_playbook("-i", str(EXAMPLE), str(PLAYBOOKS / "site.yml"), "-e", "gpushare_discover=false",
+                                     "--tags", "preflight")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    output = result.stdout + result.stderr
+    assert output.count("host gpu1, GPU 2: no uuid known") == 1, output[-3000:]

@@ -2,7 +2,8 @@
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Open the plan report in headless Chromium: it loads without console errors, draws
-exactly the inventory's GPUs and the plan's MIG instances, and prints.
+exactly the inventory's GPUs and the plan's MIG instances, every label fits its box and
+reads on it (measured in the browser), stranded MIG slices are drawn, and it prints.
 
 The reports are built from the bundled example and multinode inventories by plan.yml with
 the real planner, as `make demo` does. A screenshot and a PDF print of each are saved
@@ -14,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -59,6 +61,42 @@ PROBE = """<script>
       instances.push({host: g.dataset.host, index: Number(g.dataset.gpuIndex), profile: g.dataset.profile,
                       start: Number(g.dataset.start), size: Number(g.dataset.size), width: box.width});
     });
+    // Every text of the GPU pictures with the box it is drawn on (the MIG instance, the
+    // whole bar, the chip of a time-sliced bar), as laid out, and what is painted under it.
+    var texts = [];
+    document.querySelectorAll('svg.gpus text').forEach(function (t) {
+      var g = t.closest('g.gpu');
+      var cls = t.getAttribute('class') || '';
+      var instance = t.closest('g.mig-instance');
+      var box = instance ? instance.querySelector('rect') : cls.indexOf('boxed') >= 0 ? g.querySelector('rect.label-chip')
+        : cls.indexOf('bar-text') >= 0 ? g.querySelector('rect.bar') : null;
+      var tb = t.getBoundingClientRect();
+      var entry = {cls: cls, text: t.textContent, host: g.dataset.host, index: Number(g.dataset.gpuIndex),
+                   left: tb.left, right: tb.right, top: tb.top, bottom: tb.bottom, fill: getComputedStyle(t).fill,
+                   svgRight: t.closest('svg').getBoundingClientRect().right,
+                   barLeft: g.querySelector('rect.bar').getBoundingClientRect().left};
+      if (box) {
+        var bb = box.getBoundingClientRect();
+        entry.box = {left: bb.left, right: bb.right, top: bb.top, bottom: bb.bottom,
+                     fill: getComputedStyle(box).fill, opacity: getComputedStyle(box).fillOpacity};
+        var y = (tb.top + tb.bottom) / 2;
+        entry.onBox = [tb.left + 1, (tb.left + tb.right) / 2, tb.right - 1].map(function (x) {
+          var under = document.elementsFromPoint(x, y).filter(function (e) { return e.tagName.toLowerCase() !== 'text'; });
+          return under[0] === box;
+        });
+      }
+      texts.push(entry);
+    });
+    var usage = [];
+    document.querySelectorAll('g.mig-usage').forEach(function (g) {
+      usage.push({host: g.dataset.host, index: Number(g.dataset.gpuIndex), strandedCompute: Number(g.dataset.strandedCompute),
+                  strandedMemory: Number(g.dataset.strandedMemory),
+                  idleCells: g.querySelectorAll('rect.compute-cell.idle').length,
+                  usedCells: g.querySelectorAll('rect.compute-cell.used').length,
+                  computeUsed: Number(g.dataset.computeUsed), computeTotal: Number(g.dataset.computeTotal)});
+    });
+    root.setAttribute('data-probe-texts', JSON.stringify(texts));
+    root.setAttribute('data-probe-usage', JSON.stringify(usage));
     root.setAttribute('data-probe-gpus', JSON.stringify(drawn));
     root.setAttribute('data-probe-instances', JSON.stringify(instances));
     root.setAttribute('data-probe-loaded', 'yes');
@@ -129,24 +167,103 @@ def _console_errors(stderr):
     return [line for line in stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line]
 
 
-@pytest.fixture(scope="module", params=["example", "multinode"])
+def _long_names(directory):
+    """The example inventory with MIG needs whose names are longer than their boxes are wide."""
+    inventory = directory / "long-names"
+    shutil.copytree(INVENTORIES / "example", inventory)
+    host_vars = inventory / "host_vars" / "gpu1.yml"
+    text = host_vars.read_text(encoding="utf-8")
+    for short in ("embeddings", "classifier", "speech-to-text"):
+        text = text.replace("name: %s," % short, "name: %s-multilingual-large-v2," % short)
+    host_vars.write_text(text, encoding="utf-8")
+    return inventory
+
+
+@pytest.fixture(scope="module", params=["example", "multinode", "one-control-plane", "long-names"])
 def report(request, tmp_path_factory):
-    inventory = INVENTORIES / request.param
     directory = tmp_path_factory.mktemp("report")
+    inventory = (_long_names(tmp_path_factory.mktemp("inventory")) if request.param == "long-names"
+                 else INVENTORIES / request.param)
     index = directory / "index.html"
     plan = _plan_with_playbook(inventory, directory)
     return {"plan": plan, "index": index, "dir": directory, "inventory": inventory, "name": request.param}
 
 
-def test_report_loads_without_errors_and_draws_the_inventory(report, tmp_path):
+def _probe(report, tmp_path):
+    """The report opened with the probe: (attributes of <html> it set, Chromium's result)."""
     document = report["index"].read_text(encoding="utf-8")
     probe = report["dir"] / "probe.html"
     probe.write_text(document.replace("<head>", "<head>" + PROBE, 1), encoding="utf-8")
-    result = _chromium(tmp_path, "--dump-dom", probe.as_uri())
-
+    # Tall enough for every node to be inside the window: elementsFromPoint sees only that.
+    result = _chromium(tmp_path, "--dump-dom", "--window-size=1200,9000", probe.as_uri())
     parser = _Root()
     parser.feed(result.stdout)
-    root = parser.attrs or {}
+    return parser.attrs or {}, result
+
+
+def _rgb(css):
+    """'rgb(0, 114, 178)' -> '#0072B2'."""
+    match = re.fullmatch(r"rgba?\((\d+), (\d+), (\d+)(?:, ([\d.]+))?\)", css.strip())
+    assert match, css
+    assert match.group(4) in (None, "1"), "translucent: %s" % css
+    return "#%02X%02X%02X" % tuple(int(match.group(i)) for i in (1, 2, 3))
+
+
+def _contrast(first, second):
+    def luminance(colour):
+        channels = []
+        for i in (1, 3, 5):
+            value = int(colour[i:i + 2], 16) / 255.0
+            channels.append(value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4)
+        return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+    light, dark = sorted((luminance(first), luminance(second)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def test_every_label_fits_its_box_and_reads_on_it(report, tmp_path):
+    root, _result = _probe(report, tmp_path)
+    texts = json.loads(root["data-probe-texts"])
+    assert texts
+    kinds = {entry["cls"] for entry in texts}
+    assert {"gpu-label", "gpu-sub", "bar-text", "mig-text", "mig-sub"} <= kinds, kinds
+    for entry in texts:
+        where = "%s GPU %s %s %r" % (entry["host"], entry["index"], entry["cls"], entry["text"])
+        if "box" not in entry:
+            # Labels left of the bars end before the bar; the MIG gauge text inside the picture.
+            limit = entry["svgRight"] if entry["cls"].startswith("gauge-text") else entry["barLeft"] - 2
+            assert entry["right"] <= limit + 0.5, (where, entry["right"], limit)
+            continue
+        box = entry["box"]
+        assert box["left"] - 0.5 <= entry["left"] and entry["right"] <= box["right"] + 0.5, (where, entry, box)
+        assert box["top"] - 0.5 <= entry["top"] and entry["bottom"] <= box["bottom"] + 0.5, (where, entry, box)
+        # Nothing but its own box is painted under the text: no hatching, no replica divider.
+        assert all(entry["onBox"]), (where, entry["onBox"])
+        assert float(box["opacity"]) == 1.0, where
+        ratio = _contrast(_rgb(entry["fill"]), _rgb(box["fill"]))
+        assert ratio >= 4.5, (where, entry["fill"], box["fill"], ratio)
+    if report["name"] == "long-names":
+        assert any(entry["text"].endswith("…") for entry in texts if entry["cls"] == "mig-text"), "nothing was cut"
+    shared = [entry for entry in texts if "boxed" in entry["cls"]]
+    assert all("box" in entry for entry in shared), "text of a time-sliced bar drawn without its chip"
+    assert len(shared) == sum(1 for _h, _i, use, _t in _inventory_gpus(report["inventory"]) if use == "shared")
+
+
+def test_stranded_mig_slices_are_drawn_as_the_plan_warns(report, tmp_path):
+    root, _result = _probe(report, tmp_path)
+    usage = {(u["host"], u["index"]): u for u in json.loads(root["data-probe-usage"])}
+    mig = [(host, gpu["index"]) for host, node in report["plan"]["nodes"].items() for gpu in node["gpus"]
+           if gpu["use"] == "mig"]
+    assert sorted(usage) == sorted(mig)
+    for key, drawn in usage.items():
+        assert drawn["usedCells"] == drawn["computeUsed"], key
+        assert drawn["idleCells"] == drawn["computeTotal"] - drawn["computeUsed"], key
+        warned = [w for w in report["plan"]["warnings"] if re.search(r"\b%s\b.*GPU %d \(" % key, w)]
+        assert bool(drawn["strandedCompute"]) == any("compute slices stay idle" in w for w in warned), (key, warned)
+        assert bool(drawn["strandedMemory"]) == any("memory slices stay unused" in w for w in warned), (key, warned)
+
+
+def test_report_loads_without_errors_and_draws_the_inventory(report, tmp_path):
+    root, result = _probe(report, tmp_path)
     assert root.get("data-probe-loaded") == "yes", "the page did not finish loading"
     assert json.loads(root["data-probe-errors"]) == []
     assert _console_errors(result.stderr) == []
@@ -163,7 +280,7 @@ def test_report_loads_without_errors_and_draws_the_inventory(report, tmp_path):
     )
     instances = json.loads(root["data-probe-instances"])
     assert sorted((i["host"], i["index"], i["profile"], i["start"], i["size"]) for i in instances) == expected
-    assert expected, "both inventories cut GPUs with MIG"
+    assert expected, "every inventory here cuts GPUs with MIG"
     # Laid out in proportion: instances of equal size get equal widths on the page.
     by_size = {}
     for inst in instances:

@@ -15,6 +15,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.mig_solver import
     layout_problems,
     place_profiles,
     plan_node_layout,
+    slice_usage,
 )
 
 MIG_KEYS = [model.key for model in mig_models()]
@@ -422,3 +423,84 @@ def test_layout_problems_detects_each_rule():
     assert layout_problems(model, [("3g.40gb", 2)]) == ["3g.40gb cannot start at 2 (allowed starts: 0, 4)"]
     assert layout_problems(model, [("3g.40gb", 0), ("1g.10gb", 3)]) == ["1g.10gb at 3 overlaps another instance"]
     assert layout_problems(model, [("1g.10gb+me", 0), ("1g.10gb+me", 1)]) == ["1g.10gb+me x2 exceeds its max count 1"]
+
+
+# --- trade-offs: slices a layout leaves that no instance can use ------------------------
+
+
+def test_needs_in_gib_strand_compute_and_the_warning_says_how_gb_would_fit():
+    # H100-80GB: 1g.10gb holds 9.75 GiB, so a 10 GiB need takes the 2-memory-slice 1g.20gb;
+    # with the fill, every memory slice is taken while 5 of 7 compute slices work.
+    result = _plan_one("H100-80GB", {"instances": [{"name": "a", "memory": "10GiB"}, {"name": "b", "memory": "10GiB"}]})
+    assert sorted(_slots(result)) == [("1g.10gb", 4), ("1g.10gb", 5), ("1g.20gb", 0), ("1g.20gb", 2), ("1g.20gb", 6)]
+    assert result["warnings"] == [
+        "host gpu1, GPU 1 (H100-80GB): 2 of 7 compute slices stay idle: the instances (3 x 1g.20gb, 2 x 1g.10gb) "
+        "take all 8 memory slices but only 5 compute slices, so no further instance fits; 'a', 'b' ask for 10 GiB "
+        "each, more than 1g.10gb holds (9.75 GiB usable), so each takes 1g.20gb (2 memory slices for 1 compute "
+        "slice); a need of at most 9.75 GiB, such as memory: 10GB (decimal gigabytes), would take 1g.10gb"]
+    # The advice holds: the same needs in decimal gigabytes use every slice.
+    advised = _plan_one("H100-80GB", {"instances": [{"name": "a", "memory": "10GB"}, {"name": "b", "memory": "10GB"}]})
+    assert advised["warnings"] == []
+    usage = slice_usage(MODELS["H100-80GB"], _slots(advised))
+    assert (usage["compute_used"], usage["memory_used"]) == (7, 8)
+
+
+def test_compute_needs_strand_memory_and_the_warning_names_them():
+    result = _plan_one("H100-80GB", {"instances": [{"name": "big", "memory": "10GB", "compute": 4},
+                                                   {"name": "mid", "memory": "10GB", "compute": 2},
+                                                   {"name": "small", "memory": "5GB"}]})
+    assert sorted(_slots(result)) == [("1g.10gb", 6), ("2g.20gb", 4), ("4g.40gb", 0)]
+    assert result["warnings"] == [
+        "host gpu1, GPU 1 (H100-80GB): 1 of 8 memory slices stay unused (about 9.75 GiB): the instances (4g.40gb, "
+        "2g.20gb, 1g.10gb) take all 7 compute slices but only 7 memory slices, so no further instance fits; 'big' "
+        "asks for 4 compute slices and takes 4g.40gb; 'mid' asks for 2 compute slices and takes 2g.20gb"]
+
+
+def test_explicit_profiles_that_strand_compute_warn_too():
+    result = _plan_one("A100-40GB", {"profiles": {"1g.10gb": 4}})
+    assert result["warnings"] == [
+        "host gpu1, GPU 1 (A100-40GB): 3 of 7 compute slices stay idle: the instances (4 x 1g.10gb) take all 8 "
+        "memory slices but only 4 compute slices, so no further instance fits"]
+
+
+def test_room_left_on_purpose_is_not_stranded():
+    # fill: false keeps the rest of the GPU free for later: nothing is stranded.
+    result = _plan_one("H100-80GB", {"instances": [{"name": "a", "memory": "10GiB"}], "fill": False})
+    assert result["warnings"] == []
+    usage = slice_usage(MODELS["H100-80GB"], _slots(result))
+    assert usage == {"compute_used": 1, "compute_total": 7, "memory_used": 2, "memory_total": 8,
+                     "stranded_compute": 0, "stranded_memory": 0}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(MIG_KEYS), st.data())
+def test_stranded_slices_agree_with_trying_every_further_instance(key, data):
+    model = MODELS[key]
+    chosen = data.draw(st.lists(st.sampled_from([p.name for p in model.profiles]), min_size=1, max_size=5))
+    wanted = {}
+    for name in chosen:
+        wanted[name] = wanted.get(name, 0) + 1
+    placed = place_profiles(key, tuple(sorted(wanted.items())))
+    if placed is None:
+        return
+    usage = slice_usage(model, list(placed))
+    assert usage["compute_used"] == sum(model.profile(n).compute_slices for n in chosen)
+    assert usage["memory_used"] == sum(model.profile(n).memory_slices for n in chosen)
+    # Oracle: a slice is stranded exactly when no profile at any start can be added validly.
+    room = any(not layout_problems(model, list(placed) + [(p.name, start)]) for p in model.profiles for start in p.starts)
+    if room:
+        assert (usage["stranded_compute"], usage["stranded_memory"]) == (0, 0)
+    else:
+        assert usage["stranded_compute"] == model.compute_slices - usage["compute_used"]
+        assert usage["stranded_memory"] == model.memory_slices - usage["memory_used"]
+
+
+def test_the_worked_example_of_docs_mig_md_is_what_the_planner_says():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[4] / "docs" / "mig.md").read_text(encoding="utf-8")
+    quoted = re.search(r"```\n(host hgx1, GPU 4 \(H100-80GB\): 2 of 7 compute.*?)```", text, re.S).group(1)
+    result = _plan_one("H100-80GB", {"instances": [{"name": "embeddings", "memory": "10GiB"},
+                                                   {"name": "guard", "memory": "10GiB"}]}, host="hgx1", index=4)
+    assert result["warnings"] == [" ".join(quoted.split())]

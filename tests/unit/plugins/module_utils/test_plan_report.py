@@ -118,7 +118,7 @@ def test_dra_shared_gpus_explain_who_enforces_what(plan):
 def test_summary_lists_each_gpu_team_and_warning(plan):
     text = plan_report.summary_table(plan)
     lines = text.splitlines()
-    assert lines[0] == "Plan: microk8s 1.35, backend dra, 4 GPUs on 1 node, 3 teams"
+    assert lines[0] == "Plan: Kubernetes 1.35 (microk8s), backend dra, 4 GPUs on 1 node, 3 teams"
     gpu_lines = [line for line in lines if line.startswith("gpu1 ")]
     assert len(gpu_lines) == 4
     assert "1g.24gb@0(embeddings)" in gpu_lines[1]
@@ -196,3 +196,101 @@ def test_report_says_what_happens_on_the_worked_day_instead(backend):
         assert "outside every quota" not in document
     else:
         assert "at 19:00 it keeps waiting" in document
+
+
+# --- read by people: quotas in the inventory's terms, limits, shares, stamp -------------
+
+
+def _team_line(text, team):
+    return next(line for line in text.splitlines() if line.startswith(team + " "))
+
+
+def test_quotas_read_as_model_profile_and_count_not_resource_names(plan):
+    text = plan_report.summary_table(plan)
+    assert "1 × whole RTX-PRO-6000, 4 × MIG 1g.24gb on RTX-PRO-6000" in _team_line(text, "production")
+    assert "5 × time-shared RTX-PRO-6000" in _team_line(text, "data")
+    document = plan_report.render_html(plan)
+    assert "1 × whole RTX-PRO-6000, 4 × MIG 1g.24gb on RTX-PRO-6000" in document
+    # The resource names stay at hand, in the cell's title.
+    assert 'title="mig-1g.24gb: 4, whole-gpu: 1"' in document
+
+
+def test_no_limit_and_none_are_told_apart(plan):
+    plan["teams"]["data"]["lending_limit"] = {"shared-gpu": 0}
+    text = plan_report.summary_table(plan)
+    header = next(line for line in text.splitlines() if line.startswith("team "))
+    assert header.split() == ["team", "priority", "share", "nominal", "quota", "borrows", "lends", "reclaim"]
+    assert "none of time-shared RTX-PRO-6000; no limit on the rest" in _team_line(text, "data")
+    assert "at most 1 × whole RTX-PRO-6000; no limit on the rest" in _team_line(text, "training")
+    production = _team_line(text, "production")
+    assert production.count("no limit") == 2 and "none" not in production
+    document = plan_report.render_html(plan)
+    assert "<th>Borrows</th><th>Lends</th>" in document
+    assert "none of time-shared RTX-PRO-6000" in document
+
+
+def test_each_team_has_its_share_of_the_cluster(plan):
+    text = plan_report.summary_table(plan)
+    assert "2 of 4 GPUs (50%)" in _team_line(text, "production")
+    assert "1 of 4 GPUs (25%)" in _team_line(text, "data")
+    shares = dict(re.findall(r'<tr data-team="([^"]+)">.*?<td data-share="(\d+)">', plan_report.render_html(plan)))
+    assert shares == {"production": "2", "data": "1", "training": "1"}
+
+
+def test_stamp_names_inventory_date_and_version(plan):
+    stamp = {"inventory": "inventories/example", "date": "2026-12-03 12:00 UTC", "version": "0.1.0"}
+    text = plan_report.summary_table(plan, stamp=stamp)
+    assert text.splitlines()[1] == "Inventory inventories/example · planned 2026-12-03 12:00 UTC · gpushare.cluster 0.1.0"
+    elements = _parse(plan_report.render_html(plan, stamp=stamp))
+    stamps = [attrs for tag, attrs in elements if tag == "p" and attrs.get("class") == "stamp"]
+    assert [(s["data-stamp-inventory"], s["data-stamp-date"], s["data-stamp-version"]) for s in stamps] == [
+        ("inventories/example", "2026-12-03 12:00 UTC", "0.1.0")]
+    assert 'class="stamp"' not in plan_report.render_html(plan)
+
+
+def test_warnings_printed_already_are_counted_not_repeated(plan):
+    plan["warnings"] = ["first warning", "second warning"]
+    text = plan_report.summary_table(plan, warnings_shown=2)
+    assert "first warning" not in text and text.rstrip().endswith("Warnings: 2, printed above")
+    text = plan_report.summary_table(plan, warnings_shown=1)
+    assert "Warnings: 2, printed above (the first 1; summary.txt and index.html list them all)" in text
+    assert "- second warning" in plan_report.summary_table(plan)
+
+
+def test_bar_text_is_black_or_white_whichever_reads_on_every_team_colour():
+    for colour in list(plan_report.team_colours(["t%d" % n for n in range(24)]).values()) + ["#B0B0B0"]:
+        assert plan_report.contrast_ratio(colour, plan_report._text_colour(colour)) >= 4.5, colour
+
+
+def test_labels_are_cut_to_the_width_of_their_box():
+    assert plan_report._fit("speech-to-text", 200, 11, bold=True) == "speech-to-text"
+    cut = plan_report._fit("speech-to-text", 60, 11, bold=True)
+    assert cut.endswith("…") and plan_report.text_width(cut, 11, bold=True) <= 60
+
+
+def _h100_plan(mig):
+    from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+
+    teams = [{"name": "serving", "namespaces": ["serving"], "priority": 100}]
+    return build_plan(teams, {"gpu1": [{"index": 0, "model": "H100-80GB", "team": "serving", "use": "mig", "mig": mig}]})
+
+
+def test_stranded_compute_is_drawn_under_the_mig_bar():
+    plan = _h100_plan({"instances": [{"name": "a", "memory": "10GiB"}, {"name": "b", "memory": "10GiB"}]})
+    document = plan_report.render_html(plan)
+    usage = [attrs for tag, attrs in _parse(document) if tag == "g" and attrs.get("class") == "mig-usage"]
+    assert [(u["data-compute-used"], u["data-compute-total"], u["data-stranded-compute"], u["data-memory-used"])
+            for u in usage] == [("5", "7", "2", "8")]
+    assert document.count('class="compute-cell idle"') == 2 and document.count('class="compute-cell used"') == 5
+    assert "2 idle: every memory slice is taken" in document
+    assert any("2 of 7 compute slices stay idle" in w for w in plan["warnings"])
+
+
+def test_memory_no_instance_can_use_is_drawn_as_unusable():
+    plan = _h100_plan({"instances": [{"name": "big", "memory": "10GB", "compute": 4},
+                                     {"name": "mid", "memory": "10GB", "compute": 2}, {"name": "s", "memory": "5GB"}]})
+    document = plan_report.render_html(plan)
+    assert 'class="bar mig-free stranded"' in document
+    assert 'data-stranded-memory="1"' in document and "1 memory slice unusable" in document
+    balanced = plan_report.render_html(_h100_plan({"instances": [{"name": "a", "memory": "10GB"}]}))
+    assert 'mig-free stranded' not in balanced and 'data-stranded-memory="0"' in balanced

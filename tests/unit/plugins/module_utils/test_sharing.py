@@ -145,3 +145,14 @@ def test_device_plugin_config_uses_only_fields_of_the_v1_config_api(backend, ref
                 stack.extend(item)
     if backend == "dra":
         assert result.device_plugin_configs == {}
+
+
+def test_a_mig_warning_is_given_once_per_node_shape_naming_every_host_of_it():
+    gpus = [{"index": 0, "model": "A100-40GB", "team": "a", "use": "mig", "mig": {"profiles": {"3g.20gb": 2}}}]
+    odd = [dict(gpus[0], mig={"profiles": {"1g.10gb": 4}})]
+    result = plan({"n1": gpus, "n2": gpus, "n3": gpus, "n4": gpus, "odd": odd}, "dra")
+    assert result.errors == []
+    stranded = [w for w in result.warnings if "compute slices stay idle" in w]
+    assert [w.split(": ", 1)[0] for w in stranded] == [
+        "hosts n1, n2, n3 and 1 more, GPU 0 (A100-40GB)", "host odd, GPU 0 (A100-40GB)"]
+    assert not any(re.match(r"host (\S+): host \1", w) for w in result.warnings), result.warnings
