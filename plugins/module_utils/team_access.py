@@ -47,10 +47,6 @@ except ImportError:  # pragma: no cover - reported by the callers
 OIDC_VARIABLE = "gpushare_oidc"
 AUTHENTICATION_API = "apiserver.config.k8s.io/v1"
 AUTHENTICATION_CONFIG_ARG = "authentication-config"
-#: Where both Kubernetes roles put the file on the control-plane hosts (kubeadm mounts it into
-#: the API server's static pod; MicroK8s' API server runs on the host).
-KUBEADM_AUTHENTICATION_CONFIG = "/etc/kubernetes/gpushare/authentication-config.yaml"
-MICROK8S_AUTHENTICATION_CONFIG = "/var/snap/microk8s/current/args/gpushare-authentication-config.yaml"
 #: kubeadm's --service-account-issuer; the API server refuses a JWT issuer that overlaps it.
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
@@ -215,6 +211,26 @@ def authentication_configuration(oidc: Mapping[str, Any], ca_pem: str = "") -> D
 def apiserver_args(oidc: Any, path: str) -> Dict[str, str]:
     """The API server argument that loads the file, or nothing without an identity provider."""
     return {AUTHENTICATION_CONFIG_ARG: path} if normalise_oidc(oidc) else {}
+
+
+def authentication_file(oidc: Any, path: str, ca_pem: str = "") -> Dict[str, Any]:
+    """What a Kubernetes role writes for ``gpushare_oidc``: ``{}`` without one, else ``{path, content,
+    apiserver_args, volume}`` (``volume``: the kubeadm ``apiServer.extraVolumes`` entry that mounts
+    the file into the API server's static pod). Raises ValueError listing every bad field."""
+    errors = oidc_errors(oidc)
+    if errors:
+        raise ValueError("; ".join(errors))
+    if not normalise_oidc(oidc):
+        return {}
+    return {"path": path, "content": authentication_configuration(oidc, ca_pem),
+            "apiserver_args": apiserver_args(oidc, path),
+            "volume": {"name": "gpushare-authentication", "hostPath": path, "mountPath": path, "readOnly": True,
+                       "pathType": "File"}}
+
+
+def conflicting_args(args: Mapping[str, Any]) -> List[str]:
+    """User API server arguments kube-apiserver refuses together with --authentication-config."""
+    return sorted(str(name) for name in args if str(name).startswith("oidc-"))
 
 
 # ---------------------------------------------------------------------------------------------

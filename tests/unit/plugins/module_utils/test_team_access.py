@@ -32,7 +32,7 @@ def _four_gpu():
 def test_no_identity_provider_is_no_error_and_no_configuration():
     assert ta.oidc_errors({}) == ta.oidc_errors(None) == []
     assert ta.normalise_oidc({}) is None
-    assert ta.apiserver_args({}, ta.KUBEADM_AUTHENTICATION_CONFIG) == {}
+    assert ta.apiserver_args({}, "/etc/x.yaml") == {} and ta.authentication_file({}, "/etc/x.yaml") == {}
     with pytest.raises(ValueError, match="gpushare_oidc: not set"):
         ta.authentication_configuration({})
 
@@ -69,6 +69,12 @@ def test_the_authentication_configuration_maps_claims_behind_the_prefixes():
                                     "groups": {"claim": "groups", "prefix": "idp:"}}
     assert "certificateAuthority" not in ta.authentication_configuration(OIDC)["jwt"][0]["issuer"]
     assert ta.apiserver_args(OIDC, "/etc/x.yaml") == {"authentication-config": "/etc/x.yaml"}
+    written = ta.authentication_file(OIDC, "/etc/x.yaml")
+    assert written["content"] == ta.authentication_configuration(OIDC)
+    assert written["volume"]["hostPath"] == written["volume"]["mountPath"] == "/etc/x.yaml"
+    with pytest.raises(ValueError, match="gpushare_oidc.client_id: required"):
+        ta.authentication_file({"issuer_url": "https://idp"}, "/etc/x.yaml")
+    assert ta.conflicting_args({"oidc-issuer-url": "x", "event-ttl": "1h"}) == ["oidc-issuer-url"]
 
 
 # --- the plan ---------------------------------------------------------------------------------
