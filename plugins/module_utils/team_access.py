@@ -279,6 +279,13 @@ def approval_condition(team: str, person: str) -> Dict[str, str]:
             "message": "client certificate for %s of team %s, approved by playbooks/team_access.yml" % (person, team)}
 
 
+def certificate_pem(value: Any) -> str:
+    """The PEM of a CSR's ``status.certificate`` as a client library hands it over (base64 as in
+    JSON, or already decoded, as text or bytes)."""
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    return text if text.lstrip().startswith("-----BEGIN") else base64.b64decode(text).decode()
+
+
 def expected_lifetime(expiration_seconds: int) -> int:
     """NotAfter - NotBefore of a certificate the controller manager signs for ``expiration_seconds``
     (below its --cluster-signing-duration, one year by default)."""

@@ -176,6 +176,7 @@ def test_the_kubeconfig_carries_the_cluster_and_only_the_persons_credentials():
     assert doc["contexts"][0]["context"] == {"cluster": "c", "user": "tess@training", "namespace": "training"}
     assert "admin" not in yaml.safe_dump(doc)
     assert ta.kubeconfig_certificate(doc) == cert.decode()
+    assert ta.certificate_pem(base64.b64encode(cert).decode()) == ta.certificate_pem(cert) == cert.decode()
     facts = ta.certificate_facts(cert.decode())
     assert facts["common_name"] == "tess" and facts["organizations"] == ["ml-training"]
     assert ta.reusable(doc, "tess", "ml-training", 3600)
