@@ -19,7 +19,8 @@ description:
     team's RoleBindings apply. The private key is written only into O(dest) and never returned.
   - A kubeconfig already at O(dest) for the same person and group that is valid for more than
     O(renew_before) seconds is kept (C(changed=false)).
-author: gpushare.cluster contributors
+author:
+  - gpushare.cluster maintainers (@gpushare)
 options:
   kubeconfig:
     description: Admin kubeconfig on the controller, allowed to create and approve CertificateSigningRequests.
