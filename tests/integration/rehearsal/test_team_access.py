@@ -21,9 +21,13 @@ import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import team_access
 
+import test_isolation_admission
 from rehearsal_env import collection_path
-# The control plane with the plan applied (a module-scoped fixture) and the request helpers.
-from test_isolation_admission import _create, _pod, _refused, _request, _workload, cluster  # noqa: F401
+from test_isolation_admission import _create, _pod, _refused, _request, _workload
+
+# The control plane with the worked day's plan applied, as the isolation tests have it (a
+# module-scoped fixture: this module gets its own).
+cluster = test_isolation_admission.cluster
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOK = REPO_ROOT / "playbooks" / "team_access.yml"
@@ -46,7 +50,7 @@ def _playbook(info, directory, *extra):
 
 
 @pytest.fixture(scope="module")
-def issued(cluster, tmp_path_factory):  # noqa: F811 - the imported fixture
+def issued(cluster, tmp_path_factory):
     directory = tmp_path_factory.mktemp("team-access")
     result = _playbook(cluster["info"], directory)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
