@@ -12,7 +12,7 @@ and nothing partial is ever returned.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import (
     dra_objects, isolation, k8s_topology, mirrors, names, quotas, sharing, team_access)
@@ -287,10 +287,16 @@ def _mirror_errors(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[st
     return errors
 
 
+def _read_controller_file(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
 def plan_inventory(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[str, Any]],
                    groups: Mapping[str, Sequence[str]], cohort: str = "gpushare",
                    tolerations: Sequence[Mapping[str, Any]] = (), errors: Sequence[str] = (),
-                   discovery_pending: bool = False) -> Optional[Dict[str, Any]]:
+                   discovery_pending: bool = False,
+                   read_text: Callable[[str], str] = _read_controller_file) -> Optional[Dict[str, Any]]:
     """Validate every setting of an Ansible inventory and plan it; the one check plan.yml and site.yml share.
 
     ``controller``: the variables of the play host (``CONTROLLER_VARIABLES``, those set);
@@ -303,6 +309,9 @@ def plan_inventory(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[st
     check (the same errors as without discovery). Otherwise it covers everything that does
     not depend on what the hosts report: a model left out is not an error yet, and the MIG,
     sharing and quota checks wait for discovery, since they need every GPU.
+
+    ``read_text``: how a controller file is read; the only one is ``gpushare_oidc.ca_file``,
+    which the Kubernetes roles read on the controller too, so a missing one is refused here.
     """
     found: List[str] = list(errors)
     gpu_hosts = sorted(host for host, values in hosts.items() if "gpushare_gpus" in values)
@@ -321,6 +330,7 @@ def plan_inventory(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[st
                      if hosts.get(host, {}).get(name)), None)
     found += _topology_errors(groups, gpu_hosts, settings["distribution"], endpoint)
     found += _mirror_errors(controller, hosts)
+    found += team_access.ca_file_errors(settings["oidc"], read_text)
     if not gpu_hosts:
         found.append("gpushare_gpus: no host of the inventory sets it; list the GPUs of each GPU host in its "
                      "host_vars (docs/inventory.md)")

@@ -30,7 +30,7 @@ from __future__ import annotations
 import base64
 import datetime
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
@@ -134,6 +134,21 @@ def _issuer_url_errors(where: str, url: str) -> List[str]:
     if url.rstrip("/") == SERVICE_ACCOUNT_ISSUER:
         problems.append("it is the cluster's own service-account issuer")
     return ["%s: %s, got %r (kube-apiserver refuses it)" % (where, problem, url) for problem in problems]
+
+
+def ca_file_errors(oidc: Any, read: Callable[[str], str]) -> List[str]:
+    """The ``ca_file`` problems only the controller can see: ``read(path)`` returns its text or raises OSError."""
+    path = oidc.get("ca_file") if isinstance(oidc, Mapping) else None
+    if not isinstance(path, str) or not path.startswith("/"):
+        return []  # none given, or already reported by oidc_errors
+    where = "%s.ca_file" % OIDC_VARIABLE
+    try:
+        text = read(path)
+    except (OSError, UnicodeDecodeError) as error:
+        return ["%s: cannot read %s on the controller (%s)" % (where, path, error)]
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        return ["%s: %s holds no PEM certificate" % (where, path)]
+    return []
 
 
 def normalise_oidc(value: Any) -> Optional[Dict[str, str]]:
