@@ -196,14 +196,17 @@ def test_an_admin_kubeconfig_without_an_embedded_ca_is_refused():
         ta.admin_cluster(_admin_kubeconfig(), "other")
 
 
+def _read(path):
+    return Path(path).read_text()
+
+
 def test_the_ca_file_must_be_a_readable_pem_on_the_controller(tmp_path):
     good = tmp_path / "ca.pem"
     good.write_bytes(make_ca("idp")[0])
     bad = tmp_path / "ca.txt"
     bad.write_text("not a certificate")
-    read = lambda path: Path(path).read_text()  # noqa: E731
-    assert ta.ca_file_errors(dict(OIDC, ca_file=str(good)), read) == []
-    assert ta.ca_file_errors(OIDC, read) == [] and ta.ca_file_errors(None, read) == []
-    assert ta.ca_file_errors(dict(OIDC, ca_file=str(bad)), read) == ["gpushare_oidc.ca_file: %s holds no PEM certificate" % bad]
-    (missing,) = ta.ca_file_errors(dict(OIDC, ca_file=str(tmp_path / "none.pem")), read)
+    assert ta.ca_file_errors(dict(OIDC, ca_file=str(good)), _read) == []
+    assert ta.ca_file_errors(OIDC, _read) == [] and ta.ca_file_errors(None, _read) == []
+    assert ta.ca_file_errors(dict(OIDC, ca_file=str(bad)), _read) == ["gpushare_oidc.ca_file: %s holds no PEM certificate" % bad]
+    (missing,) = ta.ca_file_errors(dict(OIDC, ca_file=str(tmp_path / "none.pem")), _read)
     assert missing.startswith("gpushare_oidc.ca_file: cannot read %s on the controller" % (tmp_path / "none.pem"))
