@@ -253,11 +253,11 @@ def conflicting_args(args: Mapping[str, Any]) -> List[str]:
 # ---------------------------------------------------------------------------------------------
 
 def person_errors(person: Any) -> List[str]:
+    if isinstance(person, str) and person.startswith("system"):
+        return ["team_access_person: %r looks like a Kubernetes system identity" % person]
     if not isinstance(person, str) or not _PERSON.match(person):
         return ["team_access_person: %r must be 1-64 characters of letters, digits and . _ @ + - (the "
                 "certificate's common name, the user name Kubernetes sees)" % (person,)]
-    if person.startswith("system"):
-        return ["team_access_person: %r looks like a Kubernetes system identity" % person]
     return []
 
 
