@@ -77,4 +77,11 @@ options:
       - A patch version (C(1.35.0)) is accepted; the plan records its minor (C(1.35)).
     type: str
     required: true
+  oidc:
+    description:
+      - The identity provider the API server accepts tokens of (C(gpushare_oidc)), with C(issuer_url),
+        C(client_id), C(username_claim), C(groups_claim), C(username_prefix), C(groups_prefix) and C(ca_file).
+      - Team RoleBindings then name C(groups_prefix) + the team's C(group); empty means no identity provider.
+    type: dict
+    default: {}
 """

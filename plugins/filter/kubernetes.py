@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import k8s_topology, microk8s_args
+from ansible_collections.gpushare.cluster.plugins.module_utils import k8s_topology, microk8s_args, team_access
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 
@@ -50,8 +50,12 @@ def k8s_extra_args(args, feature_gates=None):
     return k8s_topology.extra_args_list(dict(args or {}), dict(feature_gates or {}))
 
 
-def k8s_backend_apiserver_args(args, backend="dra"):
-    return k8s_topology.backend_apiserver_args(dict(args or {}), str(backend))
+def k8s_backend_apiserver_args(args, backend="dra", authentication=None, field="apiserver args"):
+    return k8s_topology.backend_apiserver_args(dict(args or {}), str(backend), dict(authentication or {}), str(field))
+
+
+def k8s_authentication(oidc, path, ca_pem=""):
+    return team_access.authentication_file(dict(oidc or {}), str(path), str(ca_pem or ""))
 
 
 def k8s_package_repo(version, family, mirror=None):
@@ -79,6 +83,6 @@ class FilterModule:
         funcs = (
             k8s_minor, k8s_supported_minor, k8s_upgrade_needed, k8s_network_errors, k8s_topology_errors,
             k8s_join_order, k8s_upgrade_order, k8s_reset_order, k8s_feature_gates, k8s_extra_args, k8s_backend_apiserver_args,
-            k8s_package_repo, microk8s_merge_args, microk8s_merge_env, microk8s_enable_cdi,
+            k8s_authentication, k8s_package_repo, microk8s_merge_args, microk8s_merge_env, microk8s_enable_cdi,
         )
         return {func.__name__: _wrap(func) for func in funcs}

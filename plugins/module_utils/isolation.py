@@ -230,8 +230,13 @@ TEAM_RULES = [
 ]
 
 
-def rbac(teams: Sequence[Team]) -> Tuple[List[Dict[str, Any]], List[str]]:
-    """A Role per team namespace and a RoleBinding for the team's group (when it has one)."""
+def rbac(teams: Sequence[Team], group_prefix: str = "") -> Tuple[List[Dict[str, Any]], List[str]]:
+    """A Role per team namespace and a RoleBinding for the team's group (when it has one).
+
+    ``group_prefix``: what the API server puts before an identity provider's group names
+    (``gpushare_oidc.groups_prefix``, team_access.py), so the binding names the group as
+    Kubernetes sees it.
+    """
     objects: List[Dict[str, Any]] = []
     warnings: List[str] = []
     for team in teams:
@@ -246,7 +251,8 @@ def rbac(teams: Sequence[Team]) -> Tuple[List[Dict[str, Any]], List[str]]:
                     "apiVersion": RBAC_API, "kind": "RoleBinding",
                     "metadata": {"name": TEAM_ROLE, "namespace": namespace, "labels": {TEAM_LABEL: team.name}},
                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": TEAM_ROLE},
-                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": team.group}],
+                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                  "name": group_prefix + team.group}],
                 })
     return objects, warnings
 

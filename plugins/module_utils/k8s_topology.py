@@ -15,6 +15,8 @@ import ipaddress
 import re
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import team_access
+
 SUPPORTED_MINORS = ("1.34", "1.35", "1.36")
 KNOWN_CNIS = ("calico", "cilium", "none")
 DISTRIBUTIONS = ("kubeadm", "microk8s")
@@ -261,9 +263,23 @@ def extra_args_list(args: Mapping[str, object], feature_gates: Optional[Mapping[
 DRA_BACKEND_APISERVER_ARGS = {"runtime-config": "resource.k8s.io/v1beta1=true"}
 
 
-def backend_apiserver_args(args: Optional[Mapping[str, object]], backend: str = "dra") -> Dict[str, object]:
-    """The API server arguments the GPU backend needs, with the user's own ``args`` on top."""
+def backend_apiserver_args(args: Optional[Mapping[str, object]], backend: str = "dra",
+                           authentication: Optional[Mapping[str, object]] = None,
+                           field: str = "apiserver args") -> Dict[str, object]:
+    """The API server arguments the GPU backend and the identity provider need, the user's ``args`` on top.
+
+    ``authentication``: team_access.authentication_file (``{}`` without ``gpushare_oidc``). kube-apiserver
+    refuses --oidc-* flags together with --authentication-config (v1.35.4
+    pkg/kubeapiserver/options/authentication.go, Validate), so they are refused here first.
+    """
     merged: Dict[str, object] = dict(DRA_BACKEND_APISERVER_ARGS) if backend == "dra" else {}
+    if authentication:
+        clash = team_access.conflicting_args(args or {})
+        if clash:
+            raise TopologyError(f"{field}: {', '.join(clash)} cannot be set together with gpushare_oidc "
+                                "(kube-apiserver: authentication-config file and oidc-* flags are mutually exclusive); "
+                                "set the identity provider in gpushare_oidc only")
+        merged.update(authentication["apiserver_args"])  # type: ignore[arg-type]
     merged.update(args or {})
     return merged
 

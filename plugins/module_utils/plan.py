@@ -12,10 +12,10 @@ and nothing partial is ever returned.
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import (
-    dra_objects, isolation, k8s_topology, mirrors, names, quotas, sharing)
+    dra_objects, isolation, k8s_topology, mirrors, names, quotas, sharing, team_access)
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import normalise_inventory
 
 PLAN_VERSION = 1
@@ -41,6 +41,8 @@ CLUSTER_SETTINGS = {
     "gpushare_kubernetes_distribution": ("distribution", REQUIRED),
     "gpushare_kubernetes_version": ("kubernetes_version", REQUIRED),
     "gpushare_gpu_backend": ("backend", "dra"),
+    # {} is no identity provider: people log in with kubeconfigs from playbooks/team_access.yml.
+    "gpushare_oidc": ("oidc", {}),
 }
 CONTROL_PLANE_GROUP = "control_plane"
 WORKER_GROUP = "workers"
@@ -67,7 +69,8 @@ def minor_version(kubernetes_version: Any) -> Optional[str]:
     return "1.%d" % int(match.group(1))
 
 
-def _check_settings(backend: Any, distribution: Any, kubernetes_version: Any, cohort: Any, errors: List[str]) -> None:
+def _check_settings(backend: Any, distribution: Any, kubernetes_version: Any, cohort: Any, errors: List[str],
+                    oidc: Any = None) -> None:
     # A setting already reported (not set, or different between hosts) is not reported twice.
     reported = set(error.split(":", 1)[0] for error in errors)
     if backend not in sharing.BACKENDS and "gpushare_gpu_backend" not in reported:
@@ -82,6 +85,8 @@ def _check_settings(backend: Any, distribution: Any, kubernetes_version: Any, co
                       "needs 1.34), got %r%s" % (kubernetes_version, hint))
     if not names.is_dns_label(cohort):
         errors.append("cohort: must be a lowercase DNS label, got %r" % (cohort,))
+    if team_access.OIDC_VARIABLE not in reported:
+        errors += team_access.oidc_errors(oidc)
 
 
 def _node_name_errors(node_names: Mapping[str, str]) -> List[str]:
@@ -110,9 +115,11 @@ def _object_name_errors(objects: Sequence[Mapping[str, Any]]) -> List[str]:
 
 
 def _assemble(teams: Any, nodes: Mapping[str, Any], gpu_facts: Optional[Mapping[str, Any]], backend: str,
-              cohort: str, tolerations: Sequence[Mapping[str, Any]], errors: List[str]) -> Dict[str, Any]:
+              cohort: str, tolerations: Sequence[Mapping[str, Any]], errors: List[str], oidc: Any = None) -> Dict[str, Any]:
     inventory, inventory_errors = normalise_inventory(teams, nodes, gpu_facts)
     errors.extend(inventory_errors)
+    if not team_access.oidc_errors(oidc):
+        errors.extend(team_access.team_group_errors([(team.name, team.group) for team in inventory.teams], oidc))
     if backend not in sharing.BACKENDS:
         raise PlanError(errors)
     shares = sharing.plan_sharing(inventory.nodes, backend)
@@ -124,7 +131,8 @@ def _assemble(teams: Any, nodes: Mapping[str, Any], gpu_facts: Optional[Mapping[
     errors.extend(quota.errors)
     if errors:
         raise PlanError(errors)
-    rbac_objects, rbac_warnings = isolation.rbac(inventory.teams)
+    rbac_objects, rbac_warnings = isolation.rbac(
+        inventory.teams, team_access.groups_prefix(oidc) if not team_access.oidc_errors(oidc) else "")
     objects: List[Dict[str, Any]] = isolation.namespaces(inventory.teams) + quota.objects
     if dra is not None:
         objects += dra.objects
@@ -157,19 +165,21 @@ def team_quotas(teams: Any, nodes: Mapping[str, Any], backend: str = "dra", coho
 def build_plan(teams: Any, nodes: Mapping[str, Any], gpu_facts: Optional[Mapping[str, Any]] = None,
                backend: str = "dra", distribution: str = "microk8s", kubernetes_version: str = "1.35",
                cohort: str = "gpushare", tolerations: Sequence[Mapping[str, Any]] = (),
-               node_names: Optional[Mapping[str, str]] = None, errors: Optional[List[str]] = None) -> Dict[str, Any]:
+               node_names: Optional[Mapping[str, str]] = None, errors: Optional[List[str]] = None,
+               oidc: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The ``gpushare_plan`` dict of docs/plan.md; raises PlanError listing every problem.
 
     ``nodes``: host -> its ``gpushare_gpus`` list; ``gpu_facts``: host -> its
     ``gpushare_gpu_facts`` (optional); ``tolerations``: added to every GPU ResourceFlavor;
     ``node_names``: host -> its Kubernetes Node name (default: :func:`names.node_name`);
-    ``errors``: problems found before (settings, topology), reported with the rest.
+    ``errors``: problems found before (settings, topology), reported with the rest;
+    ``oidc``: the identity provider (``gpushare_oidc``; None or {} without one).
     """
     errors = list(errors or [])
-    _check_settings(backend, distribution, kubernetes_version, cohort, errors)
+    _check_settings(backend, distribution, kubernetes_version, cohort, errors, oidc)
     node_names = {host: (node_names or {}).get(host) or names.node_name(host) for host in nodes}
     errors += _node_name_errors(node_names)
-    parts = _assemble(teams, nodes, gpu_facts, backend, cohort, tolerations, errors)
+    parts = _assemble(teams, nodes, gpu_facts, backend, cohort, tolerations, errors, oidc)
     inventory, shares, quota, dra = parts["inventory"], parts["shares"], parts["quota"], parts["dra"]
     team_plan: Dict[str, Any] = {}
     for team in inventory.teams:
@@ -184,6 +194,10 @@ def build_plan(teams: Any, nodes: Mapping[str, Any], gpu_facts: Optional[Mapping
             "reclaim": limits["reclaim"],
             "queue": team.name,
             "namespace_quota": isolation.namespace_quota(team),
+            # Who logs in as the team: the group its RoleBinding names, and the group its
+            # members need at the identity provider (None without one; docs/security.md).
+            "access": {"kubernetes_group": team_access.kubernetes_group(team.group, oidc),
+                       "identity_provider_group": team.group if team_access.normalise_oidc(oidc) else None},
         }
         if dra is not None:
             entry["shared_claims"] = ["%s/%s" % claim[:2] for claim in dra.shared_claims.get(team.name, [])]
@@ -205,6 +219,7 @@ def build_plan(teams: Any, nodes: Mapping[str, Any], gpu_facts: Optional[Mapping
         "teams": team_plan,
         "objects": parts["objects"],
         "kueue_configuration": quota.kueue_configuration,
+        "oidc": team_access.normalise_oidc(oidc),
         "warnings": parts["warnings"],
     }
     return plan
@@ -272,10 +287,16 @@ def _mirror_errors(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[st
     return errors
 
 
+def _read_controller_file(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
 def plan_inventory(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[str, Any]],
                    groups: Mapping[str, Sequence[str]], cohort: str = "gpushare",
                    tolerations: Sequence[Mapping[str, Any]] = (), errors: Sequence[str] = (),
-                   discovery_pending: bool = False) -> Optional[Dict[str, Any]]:
+                   discovery_pending: bool = False,
+                   read_text: Callable[[str], str] = _read_controller_file) -> Optional[Dict[str, Any]]:
     """Validate every setting of an Ansible inventory and plan it; the one check plan.yml and site.yml share.
 
     ``controller``: the variables of the play host (``CONTROLLER_VARIABLES``, those set);
@@ -288,6 +309,9 @@ def plan_inventory(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[st
     check (the same errors as without discovery). Otherwise it covers everything that does
     not depend on what the hosts report: a model left out is not an error yet, and the MIG,
     sharing and quota checks wait for discovery, since they need every GPU.
+
+    ``read_text``: how a controller file is read; the only one is ``gpushare_oidc.ca_file``,
+    which the Kubernetes roles read on the controller too, so a missing one is refused here.
     """
     found: List[str] = list(errors)
     gpu_hosts = sorted(host for host, values in hosts.items() if "gpushare_gpus" in values)
@@ -306,6 +330,7 @@ def plan_inventory(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[st
                      if hosts.get(host, {}).get(name)), None)
     found += _topology_errors(groups, gpu_hosts, settings["distribution"], endpoint)
     found += _mirror_errors(controller, hosts)
+    found += team_access.ca_file_errors(settings["oidc"], read_text)
     if not gpu_hosts:
         found.append("gpushare_gpus: no host of the inventory sets it; list the GPUs of each GPU host in its "
                      "host_vars (docs/inventory.md)")
@@ -319,10 +344,11 @@ def plan_inventory(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[st
         if not inventory.awaiting_discovery:
             build_plan(controller.get("gpushare_teams"), nodes, backend=settings["backend"],
                        distribution=settings["distribution"], kubernetes_version=settings["kubernetes_version"],
-                       cohort=cohort, tolerations=tolerations, node_names=node_names, errors=found)
+                       cohort=cohort, tolerations=tolerations, node_names=node_names, errors=found,
+                       oidc=settings["oidc"])
             return None
         _check_settings(settings["backend"], settings["distribution"], settings["kubernetes_version"], cohort,
-                        found)
+                        found, settings["oidc"])
         found += inventory_errors + _node_name_errors(node_names)
         if found:
             raise PlanError(found)
@@ -330,4 +356,4 @@ def plan_inventory(controller: Mapping[str, Any], hosts: Mapping[str, Mapping[st
     return build_plan(controller.get("gpushare_teams"), nodes, gpu_facts=facts or None,
                       backend=settings["backend"], distribution=settings["distribution"],
                       kubernetes_version=settings["kubernetes_version"], cohort=cohort, tolerations=tolerations,
-                      node_names=node_names, errors=found)
+                      node_names=node_names, errors=found, oidc=settings["oidc"])

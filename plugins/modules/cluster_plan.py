@@ -46,7 +46,7 @@ EXAMPLES = r"""
 RETURN = r"""
 plan:
   description: The whole plan (version, backend, distribution, kubernetes_version, cohort, nodes,
-    mig_parted, device_plugin_configs, teams, objects, kueue_configuration, warnings).
+    mig_parted, device_plugin_configs, teams, objects, kueue_configuration, oidc, warnings).
   returned: success
   type: dict
 errors:
@@ -67,6 +67,7 @@ def main():
             PLAN_INPUT_ARGUMENT_SPEC,
             distribution=dict(type="str", choices=["microk8s", "kubeadm"], required=True),
             kubernetes_version=dict(type="str", required=True),
+            oidc=dict(type="dict", default={}),
         ),
         supports_check_mode=True,
     )
@@ -74,7 +75,7 @@ def main():
     try:
         plan = build_plan(params["teams"], params["nodes"], gpu_facts=params["gpu_facts"], backend=params["backend"],
                           distribution=params["distribution"], kubernetes_version=params["kubernetes_version"],
-                          cohort=params["cohort"], tolerations=params["tolerations"])
+                          cohort=params["cohort"], tolerations=params["tolerations"], oidc=params["oidc"])
     except PlanError as exc:
         module.fail_json(msg=str(exc), errors=exc.errors)
     for warning in plan["warnings"]:

@@ -15,13 +15,25 @@ def test_all_filters_exposed():
         "k8s_minor", "k8s_supported_minor", "k8s_upgrade_needed", "k8s_network_errors", "k8s_topology_errors",
         "k8s_join_order", "k8s_upgrade_order", "k8s_reset_order", "k8s_feature_gates", "k8s_extra_args",
         "k8s_package_repo", "microk8s_merge_args", "microk8s_merge_env", "microk8s_enable_cdi",
-        "k8s_backend_apiserver_args",
+        "k8s_backend_apiserver_args", "k8s_authentication",
     }
 
 
 def test_backend_apiserver_args_filter():
     assert FILTERS["k8s_backend_apiserver_args"](None, "dra") == {"runtime-config": "resource.k8s.io/v1beta1=true"}
     assert FILTERS["k8s_backend_apiserver_args"]({"event-ttl": "1h"}, "device_plugin") == {"event-ttl": "1h"}
+
+
+def test_authentication_filter_feeds_the_apiserver_args():
+    oidc = {"issuer_url": "https://idp.example.com", "client_id": "kubernetes"}
+    authentication = FILTERS["k8s_authentication"](oidc, "/etc/kubernetes/gpushare/authentication-config.yaml")
+    assert FILTERS["k8s_backend_apiserver_args"]({"event-ttl": "1h"}, "device_plugin", authentication) == {
+        "authentication-config": "/etc/kubernetes/gpushare/authentication-config.yaml", "event-ttl": "1h"}
+    assert FILTERS["k8s_authentication"]({}, "/x") == {}
+    with pytest.raises(AnsibleFilterError, match="gpushare_oidc.issuer_url: the URL scheme must be https"):
+        FILTERS["k8s_authentication"](dict(oidc, issuer_url="http://idp"), "/x")
+    with pytest.raises(AnsibleFilterError, match="microk8s_apiserver_args: oidc-client-id cannot be set together"):
+        FILTERS["k8s_backend_apiserver_args"]({"oidc-client-id": "k"}, "dra", authentication, "microk8s_apiserver_args")
 
 
 def test_value_errors_become_filter_errors():

@@ -13,7 +13,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanE
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
 PLAN_KEYS = {"version", "backend", "distribution", "kubernetes_version", "cohort", "nodes", "mig_parted",
-             "device_plugin_configs", "teams", "objects", "kueue_configuration", "warnings"}
+             "device_plugin_configs", "teams", "objects", "kueue_configuration", "oidc", "warnings"}
 
 
 def load(name):

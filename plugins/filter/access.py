@@ -1,0 +1,20 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for team access: who a member of a team logs in as (module_utils/team_access.py)."""
+
+from __future__ import annotations
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import team_access
+from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
+
+
+def team_login(teams, team, oidc=None):
+    return team_access.team_login(list(teams or []), str(team), dict(oidc or {}))
+
+
+class FilterModule:
+    """gpushare.cluster team access filters."""
+
+    def filters(self):
+        return {"team_login": _wrap(team_login)}
