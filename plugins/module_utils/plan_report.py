@@ -459,6 +459,17 @@ def share_text(owned: int, total: int) -> str:
     return "%d of %d GPU%s (%d%%)" % (owned, total, "" if total == 1 else "s", round(100.0 * owned / total) if total else 0)
 
 
+def login_group_text(info: Dict[str, Any]) -> str:
+    """The group a person must be in to act as the team: the Kubernetes group its RoleBinding
+    names and, with an identity provider, the provider's group behind it."""
+    access = info.get("access") or {}
+    group = access.get("kubernetes_group") or info.get("group")
+    if not group:
+        return "-"
+    provider = access.get("identity_provider_group")
+    return "%s (provider group %s)" % (group, provider) if provider and provider != group else str(group)
+
+
 def _team_table(plan: Dict[str, Any], teams: List[str], colours: Dict[str, str],
                 nodes: List[Tuple[str, List[Dict[str, Any]]]]) -> str:
     terms = resource_terms(nodes, plan.get("backend"))
@@ -472,17 +483,17 @@ def _team_table(plan: Dict[str, Any], teams: List[str], colours: Dict[str, str],
         capacity = info.get("capacity") or {}
         rows.append(
             '<tr data-team="%s"><td><span class="swatch" style="background:%s"></span>%s</td>'
-            '<td>%s</td><td>%s</td><td data-share="%d">%s<span class="share-bar"><span style="width:%.1f%%;'
+            '<td>%s</td><td>%s</td><td>%s</td><td data-share="%d">%s<span class="share-bar"><span style="width:%.1f%%;'
             'background:%s"></span></span></td><td>%s</td><td title="%s">%s</td><td>%s</td><td>%s</td>'
             '<td>%s</td></tr>'
             % (_esc(team), colours[team], _esc(team), _esc(info.get("priority", "—")),
-               _esc(", ".join(info.get("namespaces") or [])) or "—", len(gpus), _esc(share_text(len(gpus), total)),
+               _esc(", ".join(info.get("namespaces") or [])) or "—", _esc(login_group_text(info)), len(gpus), _esc(share_text(len(gpus), total)),
                percent, colours[team], _esc(_owned_text(gpus)),
                _esc(_resources_text(capacity)), _esc(quota_text(capacity, terms)),
                _esc(limit_text(info.get("borrowing_limit"), terms)), _esc(limit_text(info.get("lending_limit"), terms)),
                _esc(info.get("reclaim", "—"))))
     return (
-        '<table class="teams"><thead><tr><th>Team</th><th>Priority</th><th>Namespaces</th>'
+        '<table class="teams"><thead><tr><th>Team</th><th>Priority</th><th>Namespaces</th><th>Login group</th>'
         "<th>Share of the cluster</th><th>GPUs owned</th><th>Nominal quota</th><th>Borrows</th><th>Lends</th>"
         "<th>Reclaims within cohort</th></tr></thead><tbody>%s</tbody></table>"
         '<p class="muted">Quotas are counted in Kueue resources (plan.json, <code>teams.*.capacity</code>; '
@@ -780,7 +791,7 @@ def summary_table(plan: Dict[str, Any], max_rows: Optional[int] = None, stamp: O
     team_rows = []
     for team in teams:
         info = (plan.get("teams") or {}).get(team) or {}
-        team_rows.append([team, str(info.get("priority", "-")), share_text(len(owned.get(team, [])), total_gpus),
+        team_rows.append([team, str(info.get("priority", "-")), login_group_text(info), share_text(len(owned.get(team, [])), total_gpus),
                           quota_text(info.get("capacity"), terms), limit_text(info.get("borrowing_limit"), terms),
                           limit_text(info.get("lending_limit"), terms), str(info.get("reclaim", "-"))])
     hidden_gpus = 0
@@ -803,7 +814,7 @@ def summary_table(plan: Dict[str, Any], max_rows: Optional[int] = None, stamp: O
         parts.append("... and %d more GPUs (summary.txt and index.html list them all)" % hidden_gpus)
     parts += [
         "",
-        _table(["team", "priority", "share", "nominal quota", "borrows", "lends", "reclaim"], team_rows),
+        _table(["team", "priority", "login group", "share", "nominal quota", "borrows", "lends", "reclaim"], team_rows),
     ]
     warnings = plan.get("warnings") or []
     if warnings_shown is not None and warnings:

@@ -215,11 +215,23 @@ def test_quotas_read_as_model_profile_and_count_not_resource_names(plan):
     assert 'title="mig-1g.24gb: 4, whole-gpu: 1"' in document
 
 
+def test_each_team_says_which_group_its_members_log_in_with(plan):
+    plan["teams"]["data"]["access"] = {"kubernetes_group": "idp:data-science", "identity_provider_group": "data-science"}
+    plan["teams"]["training"]["access"] = {"kubernetes_group": "ml-training", "identity_provider_group": None}
+    text = plan_report.summary_table(plan)
+    assert "idp:data-science (provider group data-science)" in _team_line(text, "data")
+    assert " ml-training " in _team_line(text, "training")
+    document = plan_report.render_html(plan)
+    assert "<th>Login group</th>" in document
+    assert "<td>idp:data-science (provider group data-science)</td>" in document
+
+
 def test_no_limit_and_none_are_told_apart(plan):
     plan["teams"]["data"]["lending_limit"] = {"shared-gpu": 0}
     text = plan_report.summary_table(plan)
     header = next(line for line in text.splitlines() if line.startswith("team "))
-    assert header.split() == ["team", "priority", "share", "nominal", "quota", "borrows", "lends", "reclaim"]
+    assert header.split() == ["team", "priority", "login", "group", "share", "nominal", "quota", "borrows", "lends",
+                              "reclaim"]
     assert "none of time-shared RTX-PRO-6000; no limit on the rest" in _team_line(text, "data")
     assert "at most 1 × whole RTX-PRO-6000; no limit on the rest" in _team_line(text, "training")
     production = _team_line(text, "production")
