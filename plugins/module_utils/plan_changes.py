@@ -55,6 +55,9 @@ GPU_NODE_LABEL_PREFIX = "gpushare.io/gpu."
 # Which layer applies what: a refusal concerns only the layers a run applies.
 DRAIN_LAYER = "gpu_stack"
 QUEUE_LAYER = "queues"
+# The tags that run a layer: its play's and its roles' (a role's tasks are tagged <role> or
+# <role>_<part>), as prepare_hosts.yml selects the host layer.
+LAYER_TAGS = {DRAIN_LAYER: ("gpu_stack", "gpu_operator", "dra_driver"), QUEUE_LAYER: ("queues", "kueue", "tenancy")}
 # Metadata the collection writes; the rest (uid, resourceVersion, managedFields, ...) is the server's.
 _OWN_METADATA = ("name", "namespace", "labels", "annotations")
 
@@ -469,3 +472,18 @@ def summary_lines(changes: Mapping[str, Any]) -> List[str]:
     else:
         lines.append("Nothing disruptive.")
     return lines
+
+
+def layer_runs(layer: str, run_tags: Sequence[str], skip_tags: Sequence[str] = ()) -> bool:
+    """Whether a run with ``--tags run_tags --skip-tags skip_tags`` applies ``layer``."""
+    tags = LAYER_TAGS[layer]
+    if any(tag in skip_tags for tag in tags):
+        return False
+    return any(tag in ("all", "tagged") or tag in tags or any(tag.startswith(own + "_") for own in tags)
+               for tag in run_tags)
+
+
+def refusals(changes: Mapping[str, Any], run_tags: Sequence[str] = ("all",), skip_tags: Sequence[str] = ()) -> List[str]:
+    """The disruptive reasons of ``changes`` that concern a layer this run applies."""
+    return [reason["reason"] for reason in changes.get("disruptive") or []
+            if layer_runs(reason["layer"], run_tags, skip_tags)]

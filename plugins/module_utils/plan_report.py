@@ -21,6 +21,8 @@ from __future__ import annotations
 import html
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import plan_changes_report
+
 # Okabe-Ito colours stay distinguishable for the common colour-vision deficiencies;
 # further teams get evenly spread hues.
 _PALETTE = (
@@ -445,10 +447,12 @@ def _gpu_counts(nodes: List[Tuple[str, List[Dict[str, Any]]]]) -> Dict[str, Dict
     return counts
 
 
-def render_html(plan: Dict[str, Any], title: str = "GPU sharing plan", appendix: str = "") -> str:
+def render_html(plan: Dict[str, Any], title: str = "GPU sharing plan", appendix: str = "",
+                changes: Optional[Dict[str, Any]] = None) -> str:
     """Render the plan as one self-contained HTML document (inline CSS and SVG).
 
-    ``appendix`` is HTML added at the end (the Rehearsal section, rehearsal_report)."""
+    ``appendix`` is HTML added at the end (the Rehearsal section, rehearsal_report);
+    ``changes`` (plan_changes.compare) puts the Changes section first."""
     if not isinstance(plan, dict):
         raise ValueError("plan: must be a mapping, got %s" % type(plan).__name__)
     nodes = _checked_nodes(plan)
@@ -475,7 +479,7 @@ def render_html(plan: Dict[str, Any], title: str = "GPU sharing plan", appendix:
         "<svg width=\"0\" height=\"0\" style=\"position:absolute\" aria-hidden=\"true\"><defs>"
         "<pattern id=\"hatch\" width=\"8\" height=\"8\" patternUnits=\"userSpaceOnUse\" "
         "patternTransform=\"rotate(45)\"><rect width=\"3\" height=\"8\" fill=\"#ffffff\" fill-opacity=\"0.45\"/>"
-        "</pattern></defs></svg>"
+        "</pattern></defs></svg>%s"
         "<h2>Nodes</h2><ul class=\"legend\">%s</ul>%s"
         "<h2>Teams</h2>%s"
         "<h2>What each team gets, lends and gets back</h2>%s"
@@ -483,7 +487,8 @@ def render_html(plan: Dict[str, Any], title: str = "GPU sharing plan", appendix:
         "<h2>Who enforces what</h2>%s%s</body></html>\n"
         % (_esc(title), _CSS, _esc(title), _esc(plan.get("distribution", "")), _esc(plan.get("kubernetes_version", "")),
            _esc(plan.get("backend", "")), _esc(plan.get("cohort", "")), total_gpus, total_gpus, len(nodes),
-           "" if len(nodes) == 1 else "s", total_mig, total_mig, legend, sections,
+           "" if len(nodes) == 1 else "s", total_mig, total_mig,
+           plan_changes_report.render_section(changes) if changes else "", legend, sections,
            _team_table(plan, teams, colours, counts), _team_stories(plan, teams, nodes), warning_html,
            _enforcement(plan, nodes), appendix)
     )
