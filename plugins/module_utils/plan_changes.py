@@ -187,7 +187,8 @@ def _queue_usage(queues: Iterable[Mapping[str, Any]]) -> Dict[str, Dict[str, Any
         for flavor in (queue.get("status") or {}).get("flavorsUsage") or []:
             for resource in flavor.get("resources") or []:
                 value = _count(resource.get("total", 0))
-                if isinstance(value, (int, float)):
+                # Kueue lists every resource of the queue, used or not.
+                if isinstance(value, (int, float)) and value:
                     used[str(resource.get("name"))] = used.get(str(resource.get("name")), 0) + value
     return usage
 
