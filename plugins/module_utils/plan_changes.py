@@ -448,8 +448,8 @@ def summary_lines(changes: Mapping[str, Any]) -> List[str]:
              % (changes["compared_with"], len(objects["create"]), len(objects["update"]), len(objects["delete"]))]
     for verb in ("create", "update", "delete"):
         for item in objects[verb]:
-            lines.append("  %s %s %s%s" % (verb, item["kind"], "%s/" % item["namespace"] if item["namespace"] else "",
-                                          item["name"]))
+            where = "%s/%s" % (item["namespace"], item["name"]) if item["namespace"] else item["name"]
+            lines.append("  %s %s %s" % (verb, item["kind"], where))
     for node in changes["nodes"]:
         detail = "; ".join(["%s %s -> %s" % (label, old, new) for label, (old, new) in node["labels"].items()]
                            + ["GPU %s: %s -> %s" % (gpu["index"], gpu["old"], gpu["new"]) for gpu in node["gpus"]])

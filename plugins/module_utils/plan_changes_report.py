@@ -27,8 +27,8 @@ def _where(item: Mapping[str, Any]) -> str:
 def _moves(moves: Mapping[str, List[Any]]) -> str:
     if not moves:
         return "—"
-    return "<br>".join("%s: %s → %s" % (_esc(resource), _esc("—" if old is None else old),
-                                         _esc("—" if new is None else new)) for resource, (old, new) in moves.items())
+    return "<br>".join("%s: %s → %s" % (_esc(resource), _esc("—" if old is None else old), _esc("—" if new is None else new))
+                       for resource, (old, new) in moves.items())
 
 
 def _in_use(team: Mapping[str, Any]) -> str:
@@ -100,8 +100,9 @@ def _workloads(changes: Mapping[str, Any]) -> str:
     items += ['<li data-without-queue="%s/%s">workload <code>%s/%s</code>%s loses its queue <code>%s</code></li>'
               % (_esc(w["namespace"]), _esc(w["name"]), _esc(w["namespace"]), _esc(w["name"]),
                  " (admitted)" if w["admitted"] else "", _esc(w["queue"])) for w in workloads["without_queue"]]
-    return "<h3>Workloads</h3>%s" % ("<ul class=\"changes-workloads\">%s</ul>" % "".join(items) if items
-                                      else "<p>No workload is evicted or loses its queue.</p>")
+    listed = ("<ul class=\"changes-workloads\">%s</ul>" % "".join(items) if items
+              else "<p>No workload is evicted or loses its queue.</p>")
+    return "<h3>Workloads</h3>" + listed
 
 
 def render_section(changes: Mapping[str, Any]) -> str:
