@@ -20,7 +20,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils import helm_value
 from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
 
 from rehearsal_env import REPO_ROOT, collection_path
-from test_quotas_day import APPLY_ORDER, HOST, _apply, _condition, _get, _gpu_job, _slice, _wait, _workloads
+from test_quotas_day import APPLY_ORDER, HOST, _apply, _apply_gpu_node, _condition, _get, _gpu_job, _wait, _workloads
 
 os.environ.setdefault("GPUSHARE_COLLECTIONS_PATH", str(collection_path()))
 _SPEC = importlib.util.spec_from_file_location(
@@ -52,12 +52,8 @@ def applied(rehearsal_bin, tmp_path_factory):
         # Every object of the plan, namespaces and queues first (kubectl applies a stream in order).
         order = {kind: position for position, kind in enumerate(APPLY_ORDER)}
         rc.apply_objects(info, sorted(objects, key=lambda obj: order.get(obj["kind"], len(order))))
-        labels = dict(helm_values.node_labels(plan)[HOST], **{"kubernetes.io/hostname": HOST})
-        _apply(info, {"apiVersion": "v1", "kind": "Node",
-                      "metadata": {"name": HOST, "annotations": dict(info["kwok_node_annotation"]), "labels": labels},
-                      "status": {"capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-                                 "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"}}})
-        _apply(info, _slice(plan))
+        # Labelled as the gpu_operator role labels it (what a drain is decided on).
+        _apply_gpu_node(info, plan, helm_values.node_labels(plan)[HOST])
         for name in plan["teams"]:
             _wait("ClusterQueue %s active" % name, lambda n=name: _condition(_get(info, "ClusterQueue", n), "Active"))
         _apply(info, _gpu_job("fine-tune", "training", "training", "gpu-rtx-pro-6000"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -192,15 +191,7 @@ def local_site(tmp_path):
     dir_a = tmp_path / "plan-a"
     assert runner.run_plan_playbook(write_inventory(tmp_path / "inv-a"), dir_a).returncode == 0
     inventory = write_inventory(tmp_path / "inv-b", remove_team)
-    log = tmp_path / "become.log"
-    become = tmp_path / "become"
-    become.write_text("#!/bin/sh\necho \"$*\" >> %s\nexit 1\n" % log)
-    become.chmod(0o755)
-    (inventory / "hosts.yml").write_text(yaml.safe_dump({"all": {
-        "children": {"control_plane": {"hosts": {"gpu1": None}}, "workers": {"hosts": {"gpu1": None}}},
-        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                 "ansible_become_user": "nobody", "ansible_become_exe": str(become)}}}))
-    return inventory, dir_a, log
+    return inventory, dir_a, runner.run_locally_with_recorded_become(inventory, tmp_path)
 
 
 def _site(inventory, dir_a, *extra):
