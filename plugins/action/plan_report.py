@@ -22,7 +22,8 @@ import tempfile
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files, example_workloads, plan_report, yaml_text
+from ansible_collections.gpushare.cluster.plugins.module_utils import (
+    addon_files, example_workloads, plan_changes, plan_report, yaml_text)
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import (
     CONTROLLER_VARIABLES, HOST_VARIABLES, PlanError, plan_inventory)
 from ansible_collections.gpushare.cluster.plugins.plugin_utils import addon_settings
@@ -45,23 +46,39 @@ ARGUMENT_SPEC = dict(
     discovery_pending=dict(type="bool", default=False),
     write=dict(type="bool", default=True),
     summary_rows=dict(type="int", default=64),
+    compare=dict(type="str"),
+    kubeconfig=dict(type="path"),
 )
 # Warnings shown as Ansible warnings; a large fleet can have thousands (all are in the files).
 TERMINAL_ROWS = 64
 
 
-def generated_files(plan, title, examples, stamp=None):
+def generated_files(plan, title, examples, stamp=None, changes=None):
     """Relative path -> bytes of every file the report itself consists of."""
     files = {
         "plan.json": (json.dumps(plan, indent=2, sort_keys=True) + "\n").encode("utf-8"),
-        "index.html": plan_report.render_html(plan, title=title, stamp=stamp).encode("utf-8"),
+        "index.html": plan_report.render_html(plan, title=title, stamp=stamp, changes=changes).encode("utf-8"),
         "summary.txt": plan_report.summary_table(plan, stamp=stamp).encode("utf-8"),
     }
+    if changes is not None:
+        files["changes.json"] = (json.dumps(changes, indent=2, sort_keys=True) + "\n").encode("utf-8")
     if examples:
         objects = example_workloads.build_examples(plan)
         for name, documents in example_workloads.example_file_names(objects).items():
             files["manifests/examples/%s" % name] = yaml_text.dump_documents(documents).encode("utf-8")
     return files
+
+
+def old_plan_state(compare):
+    """The state of a previous plan directory (its plan.json)."""
+    path = os.path.join(compare, "plan.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            old = json.load(handle)
+    except (OSError, ValueError) as error:
+        raise ValueError("gpushare_plan_compare: %s is neither `cluster` nor a plan directory written by plan.yml "
+                         "(%s: %s)" % (compare, path, error))
+    return plan_changes.plan_state(old, "plan directory %s" % compare)
 
 
 def read_tree(root):
@@ -182,6 +199,31 @@ class ActionModule(ActionBase):
         return plan_inventory(controller, per_host, groups, cohort=args["cohort"], errors=errors,
                               discovery_pending=args["discovery_pending"])
 
+    def _read(self, kubeconfig, task_vars, api_version, kind, **more):
+        """Every object of one kind, through kubernetes.core.k8s_info; none when the API is not served."""
+        module_args = dict(api_version=api_version, kind=kind, **more)
+        if kubeconfig:
+            module_args["kubeconfig"] = kubeconfig
+        found = self._execute_module(module_name="kubernetes.core.k8s_info", module_args=module_args,
+                                     task_vars=task_vars)
+        if found.get("failed"):
+            raise ValueError("gpushare_plan_compare=cluster: cannot read %s %s through %s: %s"
+                             % (api_version, kind, kubeconfig or "the default kubeconfig", found.get("msg")))
+        # A CRD not installed yet (Kueue on a new cluster) has no objects (api_found: false).
+        return found.get("resources") or []
+
+    def _cluster_state(self, kubeconfig, task_vars):
+        """The live cluster: every object of the kinds a plan holds, the Nodes, Kueue's Workloads
+        and the pods that have not finished (the ones a drain would evict)."""
+        objects = []
+        for kind, api_version in sorted(plan_changes.API_VERSIONS.items()):
+            objects += self._read(kubeconfig, task_vars, api_version, kind)
+        return plan_changes.cluster_state(
+            objects, self._read(kubeconfig, task_vars, "v1", "Node"),
+            self._read(kubeconfig, task_vars, plan_changes.WORKLOAD_API_VERSION, "Workload"),
+            self._read(kubeconfig, task_vars, "v1", "Pod",
+                       field_selectors=["status.phase!=Succeeded", "status.phase!=Failed"]))
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
@@ -213,6 +255,16 @@ class ActionModule(ActionBase):
         # Each warning once: as an Ansible warning here (the summary then only counts them).
         for warning in warnings[:TERMINAL_ROWS]:
             self._display.warning(warning)
+        changes = None
+        if args["compare"]:
+            # Read before the directory is replaced: the old plan may be the one in dest.
+            try:
+                old = (self._cluster_state(args["kubeconfig"], task_vars) if args["compare"] == plan_changes.CLUSTER
+                       else old_plan_state(args["compare"]))
+                changes = plan_changes.compare(old, plan)
+            except ValueError as error:
+                return failure(result, [str(error)])
+            result.update(changes=changes, changes_summary=plan_changes.summary_lines(changes))
         if not args["write"]:
             # Plan only: validate the inventory and hand the plan to later tasks.
             result.update(changed=False, ansible_facts={"gpushare_plan": plan}, warnings_count=len(warnings))
@@ -226,7 +278,7 @@ class ActionModule(ActionBase):
             rendered_addons.update((relative, text.encode("utf-8")) for relative, text in rendered.items())
 
         def build(date):
-            tree = generated_files(plan, args["title"], args["examples"], dict(stamp, date=date))
+            tree = generated_files(plan, args["title"], args["examples"], dict(stamp, date=date), changes)
             tree.update(rendered_addons)
             return tree
 

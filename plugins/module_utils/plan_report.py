@@ -22,6 +22,8 @@ import functools
 import html
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import plan_changes_report
+
 # Okabe-Ito colours stay distinguishable for the common colour-vision deficiencies;
 # further teams get evenly spread hues.
 _PALETTE = (
@@ -695,12 +697,13 @@ def _stamp_html(stamp: Optional[Dict[str, Any]]) -> str:
 
 
 def render_html(plan: Dict[str, Any], title: str = "GPU sharing plan", appendix: str = "",
-                stamp: Optional[Dict[str, Any]] = None) -> str:
+                stamp: Optional[Dict[str, Any]] = None, changes: Optional[Dict[str, Any]] = None) -> str:
     """Render the plan as one self-contained HTML document (inline CSS and SVG).
 
     ``appendix`` is HTML added at the end (the Rehearsal section, rehearsal_report);
     ``stamp`` (``inventory``, ``date``, ``version``) says under the title what was planned,
-    when, and by which collection version."""
+    when, and by which collection version; ``changes`` (plan_changes.compare) puts the Changes
+    section first."""
     if not isinstance(plan, dict):
         raise ValueError("plan: must be a mapping, got %s" % type(plan).__name__)
     nodes = _checked_nodes(plan)
@@ -733,7 +736,7 @@ def render_html(plan: Dict[str, Any], title: str = "GPU sharing plan", appendix:
         "<rect width=\"2\" height=\"6\" fill=\"#d58a00\"/></pattern>"
         "<pattern id=\"unusable\" width=\"8\" height=\"8\" patternUnits=\"userSpaceOnUse\" "
         "patternTransform=\"rotate(-45)\"><rect width=\"8\" height=\"8\" fill=\"#eef0f3\"/>"
-        "<rect width=\"2\" height=\"8\" fill=\"#c0504d\" fill-opacity=\"0.55\"/></pattern></defs></svg>"
+        "<rect width=\"2\" height=\"8\" fill=\"#c0504d\" fill-opacity=\"0.55\"/></pattern></defs></svg>%s"
         "<h2>Nodes</h2><ul class=\"legend\">%s</ul>%s"
         "<h2>Teams</h2>%s"
         "<h2>What each team gets, lends and gets back</h2>%s"
@@ -742,7 +745,8 @@ def render_html(plan: Dict[str, Any], title: str = "GPU sharing plan", appendix:
         % (_esc(title), _CSS, _esc(title), _stamp_html(stamp), _esc(plan.get("kubernetes_version", "")),
            _esc(plan.get("distribution", "")),
            _esc(plan.get("backend", "")), _esc(plan.get("cohort", "")), total_gpus, total_gpus, len(nodes),
-           "" if len(nodes) == 1 else "s", total_mig, total_mig, legend, sections,
+           "" if len(nodes) == 1 else "s", total_mig, total_mig,
+           plan_changes_report.render_section(changes) if changes else "", legend, sections,
            _team_table(plan, teams, colours, nodes), _team_stories(plan, teams, nodes), warning_html,
            _enforcement(plan, nodes), appendix)
     )

@@ -105,6 +105,21 @@ options:
       - Also return the plan in the result (large for large inventories).
     type: bool
     default: false
+  compare:
+    description:
+      - Also say what applying the plan would change, compared with a previous plan directory
+        (its C(plan.json)) or, with V(cluster), with the live cluster read through O(kubeconfig).
+      - With O(write=true), C(changes.json) and a Changes section of C(index.html) are written;
+        the result has RV(changes) and RV(changes_summary) either way (C(docs/plan.md)).
+    type: str
+    version_added: 0.1.0
+  kubeconfig:
+    description:
+      - Kubeconfig on the controller through which O(compare=cluster) reads the cluster with
+        M(kubernetes.core.k8s_info) (every object of the kinds a plan holds, the Nodes, Kueue's
+        Workloads and the pods that have not finished). Default is the client's default.
+    type: path
+    version_added: 0.1.0
   write:
     description:
       - Write O(dest). With V(false) the inventory is only validated and planned, nothing is
@@ -165,6 +180,17 @@ errors:
   returned: failure
   type: list
   elements: str
+changes:
+  description: What applying the plan changes (the content of C(changes.json), C(docs/plan.md)).
+  returned: when O(compare) is set
+  type: dict
+  version_added: 0.1.0
+changes_summary:
+  description: RV(changes) as lines for a terminal.
+  returned: when O(compare) is set
+  type: list
+  elements: str
+  version_added: 0.1.0
 plan:
   description: The plan, when O(return_plan=true).
   returned: when O(return_plan=true)

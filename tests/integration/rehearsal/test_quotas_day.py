@@ -145,6 +145,16 @@ def _slice(plan):
                      "pool": {"name": HOST, "generation": 1, "resourceSliceCount": 1}, "devices": devices}}
 
 
+def _apply_gpu_node(info, plan, labels):
+    """The plan's GPU node, run by kwok, with ``labels`` and its devices published."""
+    _apply(info, {"apiVersion": "v1", "kind": "Node",
+                  "metadata": {"name": HOST, "annotations": dict(info["kwok_node_annotation"]),
+                               "labels": dict(labels, **{"kubernetes.io/hostname": HOST})},
+                  "status": {"capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+                             "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"}}})
+    _apply(info, _slice(plan))
+
+
 @pytest.fixture(scope="module")
 def day(rehearsal_bin, tmp_path_factory):
     """A control plane running the plan's own Kueue configuration, with the plan applied."""
@@ -157,12 +167,7 @@ def day(rehearsal_bin, tmp_path_factory):
             for obj in plan["objects"]:
                 if obj["kind"] == kind:
                     _apply(info, obj)
-        labels = dict(plan["nodes"][HOST]["labels"], **{"kubernetes.io/hostname": HOST})
-        _apply(info, {"apiVersion": "v1", "kind": "Node",
-                      "metadata": {"name": HOST, "annotations": dict(info["kwok_node_annotation"]), "labels": labels},
-                      "status": {"capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-                                 "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"}}})
-        _apply(info, _slice(plan))
+        _apply_gpu_node(info, plan, plan["nodes"][HOST]["labels"])
         for name in plan["teams"]:
             _wait("ClusterQueue %s active" % name, lambda n=name: _condition(_get(info, "ClusterQueue", n), "Active"))
         yield {"info": info, "plan": plan, "examples": example_workloads.build_examples(plan)}

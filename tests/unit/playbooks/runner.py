@@ -11,6 +11,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import yaml
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOKS = REPO_ROOT / "playbooks"
 
@@ -41,3 +43,17 @@ def ansible_playbook(*args: str, cwd: Path = REPO_ROOT, timeout: int = 600) -> s
 def run_plan_playbook(inventory: Path, plan_dir: Path, *extra: str) -> subprocess.CompletedProcess:
     return ansible_playbook("-i", str(inventory), str(PLAYBOOKS / "plan.yml"),
                             "-e", "gpushare_plan_dir=%s" % plan_dir, *extra)
+
+
+def run_locally_with_recorded_become(inventory: Path, tmp_path: Path) -> Path:
+    """Make the inventory's one host, gpu1, run locally with a become that records every call
+    and fails (another user than the test's, so become is not skipped); returns the log."""
+    log = tmp_path / "become.log"
+    become = tmp_path / "become"
+    become.write_text("#!/bin/sh\necho \"$*\" >> %s\nexit 1\n" % log)
+    become.chmod(0o755)
+    (inventory / "hosts.yml").write_text(yaml.safe_dump({"all": {
+        "children": {"control_plane": {"hosts": {"gpu1": None}}, "workers": {"hosts": {"gpu1": None}}},
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                 "ansible_become_user": "nobody", "ansible_become_exe": str(become)}}}))
+    return log

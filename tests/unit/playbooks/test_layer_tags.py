@@ -14,11 +14,9 @@ from __future__ import annotations
 import importlib.util
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 _SPEC = importlib.util.spec_from_file_location("gpushare_playbook_runner", Path(__file__).with_name("runner.py"))
 runner = importlib.util.module_from_spec(_SPEC)
@@ -75,16 +73,7 @@ def local_cluster(tmp_path):
     """The example inventory with its server run locally and a become that records and fails."""
     inventory = tmp_path / "inventory"
     shutil.copytree(EXAMPLE, inventory)
-    log = tmp_path / "become.log"
-    become = tmp_path / "become"
-    become.write_text("#!/bin/sh\necho \"$*\" >> %s\nexit 1\n" % log)
-    become.chmod(0o755)
-    (inventory / "hosts.yml").write_text(yaml.safe_dump({"all": {
-        "children": {"control_plane": {"hosts": {"gpu1": None}}, "workers": {"hosts": {"gpu1": None}}},
-        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                 # Another user than the one running the test: become is not skipped.
-                 "ansible_become_user": "nobody", "ansible_become_exe": str(become)}}}))
-    return inventory, log
+    return inventory, runner.run_locally_with_recorded_become(inventory, tmp_path)
 
 
 def test_gpu_stack_and_queues_run_no_become_task(tmp_path, local_cluster):
