@@ -33,7 +33,9 @@ def test_when_it_is_installed_and_which_class_the_volumes_name(settings, install
 
 def test_kubeadm_without_any_storage_is_refused_with_the_fix():
     settings = {**ASKED, "storage_provisioner": "none"}
-    (message,) = local_path.storage_errors("kubeadm", settings)
+    errors = local_path.storage_errors("kubeadm", settings)
+    assert len(errors) == 1
+    message = errors[0]
     assert "Prometheus 50Gi, Grafana 10Gi" in message and "a kubeadm cluster has no default StorageClass" in message
     assert "monitoring_storage_provisioner: auto" in message and "monitoring_storage_class" in message
     assert local_path.storage_errors("microk8s", settings, ["dns", "hostpath-storage"]) == []
