@@ -18,12 +18,14 @@ import os
 import re
 import shutil
 import tempfile
+from collections import ChainMap
 
 from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.parsing.vault import AnsibleVaultError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import (
-    addon_files, example_workloads, plan_changes, plan_report, yaml_text)
+    addon_files, example_workloads, layer_checks, plan_changes, plan_report, yaml_text)
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import (
     CONTROLLER_VARIABLES, HOST_VARIABLES, PlanError, plan_inventory)
 from ansible_collections.gpushare.cluster.plugins.plugin_utils import addon_settings
@@ -48,7 +50,10 @@ ARGUMENT_SPEC = dict(
     summary_rows=dict(type="int", default=64),
     compare=dict(type="str"),
     kubeconfig=dict(type="path"),
+    layers=dict(type="list", elements="str", default=list(layer_checks.LAYERS), choices=list(layer_checks.LAYERS)),
 )
+# Roles whose defaults the layer checks read, by variable prefix.
+CHECKED_ROLES = ("host_prep", "monitoring", "microk8s")
 # Warnings shown as Ansible warnings; a large fleet can have thousands (all are in the files).
 TERMINAL_ROWS = 64
 
@@ -170,6 +175,22 @@ def failure(result, errors):
     return result
 
 
+def _vaulted(error):
+    """Whether templating failed only because a vaulted value needs the vault password.
+
+    ansible-core 2.18 raises AnsibleVaultError; 2.19 raises a template error caused by its
+    UndecryptableVaultError (lib/ansible/_internal/_templating/_jinja_common.py, an internal
+    class, hence the name test).
+    """
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, AnsibleVaultError) or type(error).__name__ == "UndecryptableVaultError":
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__ or getattr(error, "orig_exc", None)
+    return False
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -196,6 +217,12 @@ class ActionModule(ActionBase):
                                       % (host, name, error.message if hasattr(error, "message") else error))
         controller = {name: _plain(self._templar.template(task_vars[name]))
                       for name in CONTROLLER_VARIABLES if name in task_vars}
+        first_control_plane = (groups.get("control_plane") or [None])[0]
+        layers = layer_checks.run_layers(args["layers"], task_vars.get("ansible_run_tags") or ["all"],
+                                         task_vars.get("ansible_skip_tags") or [])
+        errors += layer_checks.check(self._layer_values(hostvars, groups, errors), groups,
+                                     per_host.get(first_control_plane, {}).get("gpushare_kubernetes_distribution"),
+                                     layers)
         return plan_inventory(controller, per_host, groups, cohort=args["cohort"], errors=errors,
                               discovery_pending=args["discovery_pending"])
 
@@ -223,6 +250,38 @@ class ActionModule(ActionBase):
             self._read(kubeconfig, task_vars, plan_changes.WORKLOAD_API_VERSION, "Workload"),
             self._read(kubeconfig, task_vars, "v1", "Pod",
                        field_selectors=["status.phase!=Succeeded", "status.phase!=Failed"]))
+
+    def _layer_values(self, hostvars, groups, errors):
+        """The variables layer_checks reads, as each host sees them (role defaults included).
+
+        A secret is evaluated only to learn whether it is set: the value never leaves this
+        function, and a vaulted one that needs the vault password counts as set (plan.yml
+        runs without it; the role decrypts it when it uses it).
+        """
+        defaults = {role: addon_settings.role_defaults(role, self._loader) for role in CHECKED_ROLES}
+        values = {}
+        for host, names in layer_checks.variables_by_host(groups).items():
+            raw = hostvars.raw_get(host)
+            if not isinstance(raw, dict):
+                continue  # a host the inventory does not have: the topology check names it
+            seen = values[host] = {}
+            for name, secret in names.items():
+                role = next(role for role in CHECKED_ROLES if name.startswith(role + "_"))
+                if name not in raw and name not in defaults[role]:
+                    continue
+                templar = self._templar.copy_with_new_env(available_variables=ChainMap(raw, defaults[role]))
+                try:
+                    value = templar.template(raw[name] if name in raw else defaults[role][name])
+                    seen[name] = (layer_checks.SET if str(value) else "") if secret else _plain(value)
+                except AnsibleError as error:
+                    if not _vaulted(error):
+                        errors.append("host %s, field %s: cannot be evaluated on the controller: %s"
+                                      % (host, name, error.message if hasattr(error, "message") else error))
+                    elif secret:
+                        seen[name] = layer_checks.SET
+                    else:
+                        errors.append("host %s, field %s: vaulted, and no vault password was given" % (host, name))
+        return values
 
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import k8s_topology, microk8s_args, team_access
+from ansible_collections.gpushare.cluster.plugins.module_utils import cert_expiry, k8s_topology, microk8s_args, team_access
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 
@@ -28,6 +28,12 @@ def k8s_network_errors(pod_cidr, service_cidr, node_cidrs=None):
 def k8s_topology_errors(control_planes, workers, distribution="kubeadm", cni=None, control_plane_endpoint=None):
     return k8s_topology.check_topology(list(control_planes or []), list(workers or []), distribution, cni or None,
                                        control_plane_endpoint or None)
+
+
+def k8s_cert_expiry(output, distribution, threshold_days, now=None):
+    """cert_expiry.report of kubeadm's or MicroK8s' expiry check output; ``now`` an ISO time (default: now)."""
+    moment = cert_expiry.utc(str(now)) if now else None
+    return cert_expiry.report(str(distribution), str(output), float(threshold_days), moment)
 
 
 def k8s_join_order(control_planes, workers, initialized=None, joined=None):
@@ -84,5 +90,6 @@ class FilterModule:
             k8s_minor, k8s_supported_minor, k8s_upgrade_needed, k8s_network_errors, k8s_topology_errors,
             k8s_join_order, k8s_upgrade_order, k8s_reset_order, k8s_feature_gates, k8s_extra_args, k8s_backend_apiserver_args,
             k8s_authentication, k8s_package_repo, microk8s_merge_args, microk8s_merge_env, microk8s_enable_cdi,
+            k8s_cert_expiry,
         )
         return {func.__name__: _wrap(func) for func in funcs}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Tuple
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values, isolation
+from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values, isolation, local_path
 
 ADDONS = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")
 
@@ -31,7 +31,9 @@ SETTINGS: Dict[str, Tuple[str, ...]] = {
               "extra_values", "extra_configuration"),
     "tenancy": (),
     "monitoring": ("release", "namespace", "retention", "retention_size", "storage_class", "storage_size",
-                   "grafana_persistence_size", "grafana_admin_secret", "mirrors", "extra_values"),
+                   "grafana_persistence_size", "grafana_admin_secret", "storage_provisioner", "local_path_dir",
+                   "grafana_ingress_host", "grafana_ingress_class", "grafana_ingress_tls_secret", "mirrors",
+                   "extra_values"),
 }
 
 # Role files whose text goes into the rendered files: setting -> (path in the role, is a template).
@@ -43,6 +45,7 @@ ROLE_FILES: Dict[str, Dict[str, Tuple[str, bool]]] = {
         "alerts": ("templates/gpushare.alerts.yml.j2", True),
         "dashboard_teams": ("files/dashboards/gpushare-teams.json", False),
         "dashboard_gpus": ("files/dashboards/gpushare-gpus.json", False),
+        "local_path_manifest": ("files/local-path-storage.yaml", False),
     },
 }
 
@@ -57,6 +60,9 @@ TENANCY_FILES: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
 # teams section (isolation.boundary_objects); applied after the namespaces, before any pod.
 TENANCY_BOUNDARIES_FILE = "boundaries.yaml"
 TENANCY_APPLY_ORDER = ("namespaces.yaml", TENANCY_BOUNDARIES_FILE, "rbac.yaml", "admission.yaml")
+# The local-path provisioner's objects, when monitoring installs it (the role's apply step
+# applies this file when it exists).
+MONITORING_LOCAL_PATH_FILE = "manifests/monitoring/local-path-storage.yaml"
 # Kueue objects in apply order: a ClusterQueue names flavors and its cohort, a LocalQueue its ClusterQueue.
 KUEUE_KIND_ORDER = ("WorkloadPriorityClass", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue")
 
@@ -137,6 +143,9 @@ def _monitoring(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[st
     namespace = settings["namespace"]
     values = helm_values.monitoring_values({key: settings[key] for key in SETTINGS["monitoring"]
                                             if key not in ("release", "namespace")})
+    # Without a StorageClass of the site's own the volumes come from the local-path
+    # provisioner (plugins/module_utils/local_path.py), applied before the chart.
+    provisioner = local_path.installed(settings)
     rule = helm_values.prometheus_rule("gpushare", namespace, settings["recording_rules"], settings["alerts"])
     dashboards = [
         helm_values.dashboard_configmap("gpushare-dashboard-teams", namespace, "gpushare-teams.json",
@@ -146,12 +155,16 @@ def _monitoring(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[st
     ]
     # The Grafana admin Secret is not rendered: a password has no place in files meant
     # for review or Git. The role applies it directly; GitOps users provide it themselves.
-    return {
+    files = {
         f"values/{settings['release']}.yaml": helm_values.to_yaml(values),
         "manifests/monitoring/namespace.yaml": helm_values.to_manifests([_privileged_namespace(namespace)]),
         "manifests/monitoring/prometheusrule.yaml": helm_values.to_manifests([rule]),
         "manifests/monitoring/dashboards.yaml": helm_values.to_manifests(dashboards),
     }
+    if provisioner:
+        files[MONITORING_LOCAL_PATH_FILE] = helm_values.to_manifests(local_path.manifests(
+            settings["local_path_manifest"], settings["mirrors"], settings["local_path_dir"]))
+    return files
 
 
 _RENDERERS: Dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], Dict[str, str]]] = {

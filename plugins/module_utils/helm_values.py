@@ -19,7 +19,7 @@ try:
 except ImportError:  # ansible-core brings PyYAML; yaml_text says so if it is missing
     yaml = None
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirrors_lib, yaml_text
+from ansible_collections.gpushare.cluster.plugins.module_utils import local_path, mirrors as mirrors_lib, yaml_text
 
 # Object kinds of the plan, by the role that applies them.
 KINDS_BY_ROLE: Dict[str, tuple] = {
@@ -524,7 +524,8 @@ def monitoring_values(settings: Mapping[str, Any]) -> Dict[str, Any]:
     """Values for kube-prometheus-stack.
 
     settings: ``retention``, ``retention_size``, ``storage_class``, ``storage_size``,
-    ``grafana_admin_secret``, ``grafana_persistence_size``, ``mirrors``, ``extra_values``.
+    ``storage_provisioner``, ``grafana_admin_secret``, ``grafana_persistence_size``,
+    ``grafana_ingress_host``, ``grafana_ingress_class``, ``grafana_ingress_tls_secret``, ``mirrors``, ``extra_values``.
     The Grafana password never appears here: Grafana reads it from an existing Secret.
     """
     mirrors = settings.get("mirrors") or {}
@@ -544,11 +545,14 @@ def monitoring_values(settings: Mapping[str, Any]) -> Dict[str, Any]:
         "retention": str(settings.get("retention", "30d")),
         "retentionSize": str(settings.get("retention_size", "")),
     }
+    # The site's StorageClass, else the local-path provisioner's when the role installs it,
+    # else the cluster default (local_path.storage_class).
+    storage_class = local_path.storage_class(settings)
     if settings.get("storage_size"):
         claim: Dict[str, Any] = {"accessModes": ["ReadWriteOnce"],
                                  "resources": {"requests": {"storage": str(settings["storage_size"])}}}
-        if settings.get("storage_class"):
-            claim["storageClassName"] = str(settings["storage_class"])
+        if storage_class:
+            claim["storageClassName"] = storage_class
         spec["storageSpec"] = {"volumeClaimTemplate": {"spec": claim}}
     grafana: Dict[str, Any] = {
         "admin": {"existingSecret": str(settings.get("grafana_admin_secret", "grafana-admin")),
@@ -559,8 +563,17 @@ def monitoring_values(settings: Mapping[str, Any]) -> Dict[str, Any]:
     if settings.get("grafana_persistence_size"):
         grafana["persistence"] = {"enabled": True, "type": "sts", "accessModes": ["ReadWriteOnce"],
                                   "size": str(settings["grafana_persistence_size"])}
-        if settings.get("storage_class"):
-            grafana["persistence"]["storageClassName"] = str(settings["storage_class"])
+        if storage_class:
+            grafana["persistence"]["storageClassName"] = storage_class
+    if settings.get("grafana_ingress_host"):
+        # How people reach Grafana without a port-forward, through the site's ingress
+        # controller (docs/monitoring.md); kube-prometheus-stack 88.5.3 values, grafana.ingress.
+        grafana["ingress"] = {"enabled": True, "hosts": [str(settings["grafana_ingress_host"])], "path": "/"}
+        if settings.get("grafana_ingress_class"):
+            grafana["ingress"]["ingressClassName"] = str(settings["grafana_ingress_class"])
+        if settings.get("grafana_ingress_tls_secret"):
+            grafana["ingress"]["tls"] = [{"secretName": str(settings["grafana_ingress_tls_secret"]),
+                                          "hosts": [str(settings["grafana_ingress_host"])]}]
     values: Dict[str, Any] = {
         "prometheus": {"prometheusSpec": spec},
         "grafana": grafana,

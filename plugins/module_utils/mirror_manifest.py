@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirror_lib
+from ansible_collections.gpushare.cluster.plugins.module_utils import local_path, mirrors as mirror_lib
 
 MANIFEST_VERSION = 1
 
@@ -254,6 +254,7 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
     ``cni`` (kubeadm: calico|cilium|none), ``kube_vip`` (bool), ``os_families``
     (``["apt", "dnf"]`` subset; default from ``nodes``), ``architectures``,
     ``extra_images`` (tagged references; one pins an ``unresolved`` repository),
+    ``local_path_provisioner`` (the monitoring volumes' provisioner may be installed, default true),
     ``mirrors`` (``gpushare_mirrors``), and optional ``*_version`` keys that must equal the pinned ones.
     Raises ``ManifestError`` listing every problem.
     """
@@ -297,6 +298,14 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
         if _wanted(when, flags):
             _add_image(images, reference, chart, path or "sub-chart", source if source != "values" else
                        f"{chart} {CHARTS[chart]['version']} values.yaml", mirrors)
+
+    # The monitoring volumes' provisioner, unless monitoring_storage_provisioner is none
+    # (local_path_provisioner false); plugins/module_utils/local_path.py pins both images.
+    if settings.get("monitoring_enabled", True) and settings.get("local_path_provisioner", True):
+        for reference in local_path.images():
+            _add_image(images, reference, "local-path-provisioner", "monitoring volumes",
+                       f"local-path-provisioner {local_path.VERSION} (roles/monitoring/files/local-path-storage.yaml)",
+                       mirrors)
 
     if driver_enabled:
         version = str(settings.get("driver_version") or GPU_OPERATOR_DRIVER_VERSION)

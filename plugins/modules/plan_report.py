@@ -100,6 +100,15 @@ options:
         C(summary.txt) always has all of them).
     type: int
     default: 64
+  layers:
+    description:
+      - The layers of C(site.yml) whose required settings are checked with the inventory (secrets such as
+        C(monitoring_grafana_admin_password), the monitoring volumes' StorageClass), as the hosts that use them see
+        them; a run's C(--tags) and C(--skip-tags) narrow the list further. No secret value is read into a message.
+    type: list
+    elements: str
+    choices: [prepare_hosts, kubernetes, gpu_stack, queues, monitoring]
+    default: [prepare_hosts, kubernetes, gpu_stack, queues, monitoring]
   return_plan:
     description:
       - Also return the plan in the result (large for large inventories).

@@ -44,6 +44,11 @@ def _load_defaults(role: str, loader: Any) -> Dict[str, Any]:
         return dict(loader.load_from_file(path) or {})
 
 
+def role_defaults(role: str, loader: Any) -> Dict[str, Any]:
+    """The raw (untemplated) defaults of one of the collection's roles."""
+    return _load_defaults(role, loader)
+
+
 def _render_options(role: str, loader: Any) -> Dict[str, Any]:
     specs = loader.load_from_file(role_path(role, "meta", "argument_specs.yml")) or {}
     return dict(specs.get("argument_specs", {}).get("render", {}).get("options") or {})

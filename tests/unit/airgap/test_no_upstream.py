@@ -85,7 +85,10 @@ NODE_PLAY = PLAN_PLAY.replace("loop: %(roles)s", "loop: []") + """
 """
 
 INVENTORIES = {
-    "example": {"args": [], "distribution": "microk8s"},
+    # The example's Grafana password is vaulted with the same demo password (the roles'
+    # argument specs decrypt it).
+    "example": {"args": ["--vault-password-file", str(REPO / "inventories/multinode/vault-password.txt")],
+                "distribution": "microk8s"},
     # The multinode inventory leaves the control-plane VIP and node addresses to the user.
     "multinode": {"args": ["--vault-password-file", str(REPO / "inventories/multinode/vault-password.txt"),
                            "-e", "kubeadm_vip_address=198.51.100.10", "-e", "kubeadm_vip_interface=eth0",

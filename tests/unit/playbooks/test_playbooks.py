@@ -75,8 +75,10 @@ def test_site_lists_the_layers_in_order():
 def test_addon_layers_render_without_a_cluster(tmp_path, layer, files):
     """With gpushare_render_only the add-on layers run the preflight and render, no host or API needed."""
     render_dir = tmp_path / "rendered"
+    # The role's argument spec validates (so decrypts) the example's vaulted Grafana password.
     result = runner.ansible_playbook(
         "-i", str(EXAMPLE), str(PLAYBOOKS / ("%s.yml" % layer)), "-e", "gpushare_render_only=true",
+        "--vault-password-file", str(VAULT_PASSWORD),
         "-e", "gpushare_discover=false", "-e", "gpushare_render_dir=%s" % render_dir)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     written = sorted(str(path.relative_to(render_dir)) for path in render_dir.rglob("*") if path.is_file())

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import pytest
 
 from .k8s_render import key_paths, load_docs, render
@@ -337,3 +340,41 @@ def test_an_exact_kubernetes_version_pins_the_packages_and_the_cluster(tmp_path)
     out = tmp_path / "out" / "kubeadm" / "solo"
     assert "Pin: version 1.35.2*\n" in (out / "kubernetes.pref").read_text()
     assert _by_kind(load_docs(out / "init.yaml"))["ClusterConfiguration"]["kubernetesVersion"] == "v1.35.2"
+
+
+SNAPSHOT_FILES = ("gpushare-etcd-snapshot", "gpushare-etcd-snapshot.service", "gpushare-etcd-snapshot.timer")
+
+
+def test_etcd_snapshots_only_on_control_planes_of_either_os(ha):
+    for host in ("cp1", "cp2", "cp3"):  # Ubuntu and Rocky control planes
+        assert all((ha / host / name).is_file() for name in SNAPSHOT_FILES), host
+        script = (ha / host / "gpushare-etcd-snapshot").read_text()
+        assert 'BACKUP_DIR="${BACKUP_DIR:-/var/backups/etcd}"' in script and 'KEEP="${KEEP:-14}"' in script
+        assert 'CERT="${CERT:-$PKI/healthcheck-client.crt}"' in script
+        timer = (ha / host / "gpushare-etcd-snapshot.timer").read_text()
+        assert "OnCalendar=*-*-* 02,14:00:00" in timer and "Persistent=true" in timer
+        assert "ExecStart=/usr/local/sbin/gpushare-etcd-snapshot" in (ha / host / "gpushare-etcd-snapshot.service").read_text()
+    for host in ("gpu1", "gpu2"):
+        assert not any((ha / host / name).exists() for name in SNAPSHOT_FILES), host
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+@pytest.mark.parametrize("host", ["cp1", "cp3"])
+def test_etcd_snapshot_units_pass_systemd_analyze_verify(ha, tmp_path, host):
+    # The script's installed path does not exist on this machine: verify checks that
+    # ExecStart is executable, so the units point at the rendered script instead.
+    script = tmp_path / "gpushare-etcd-snapshot"
+    script.write_text((ha / host / "gpushare-etcd-snapshot").read_text())
+    script.chmod(0o755)
+    for name in SNAPSHOT_FILES[1:]:
+        text = (ha / host / name).read_text().replace("/usr/local/sbin/gpushare-etcd-snapshot", str(script))
+        (tmp_path / name).write_text(text)
+    result = subprocess.run(["systemd-analyze", "verify", "--man=no", *(str(tmp_path / name) for name in SNAPSHOT_FILES[1:])],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_etcd_snapshots_can_be_turned_off(tmp_path):
+    render(tmp_path, "kubeadm", SINGLE, {"kubeadm_etcd_backup_enabled": False})
+    host = next(iter(SINGLE))
+    assert not any((tmp_path / "out" / "kubeadm" / host / name).exists() for name in SNAPSHOT_FILES)

@@ -9,7 +9,7 @@ import yaml
 
 ROLES = Path(__file__).resolve().parents[3] / "roles"
 ENTRY_POINTS = {
-    "kubeadm": {"main", "render", "upgrade", "reset"},
+    "kubeadm": {"main", "render", "upgrade", "reset", "backup"},
     "microk8s": {"main", "render", "upgrade", "reset"},
     "kubernetes_common": {"main", "helm"},
 }

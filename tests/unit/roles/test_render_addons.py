@@ -108,6 +108,8 @@ def test_render_writes_every_values_file_and_manifest(rendered):
             "manifests/kueue/queues.yaml", "manifests/tenancy/namespaces.yaml", "manifests/tenancy/rbac.yaml",
             "manifests/tenancy/admission.yaml", "manifests/tenancy/boundaries.yaml", "manifests/monitoring/namespace.yaml",
             "manifests/monitoring/prometheusrule.yaml", "manifests/monitoring/dashboards.yaml",
+            # no StorageClass is named: the volumes come from the local-path provisioner
+            "manifests/monitoring/local-path-storage.yaml",
         }
         dra = {"values/dra-driver-nvidia-gpu.yaml", "manifests/dra_driver/namespace.yaml",
                "manifests/dra_driver/deviceclasses.yaml", "manifests/dra_driver/claims.yaml",
@@ -197,6 +199,9 @@ def test_mirrors_replace_every_image_registry(rendered):
         text = values.read_text()
         for upstream in ("nvcr.io", "registry.k8s.io", "quay.io", "docker.io", "ghcr.io"):
             assert f"{upstream}/" not in text, f"{values.name} still pulls from {upstream}"
+    local_path = (rendered["out"] / "multinode" / "manifests" / "monitoring" / "local-path-storage.yaml").read_text()
+    assert "image: mirror.example:5000/rancher/local-path-provisioner:v0.0.37" in local_path
+    assert "image: mirror.example:5000/library/busybox:1.37.0" in local_path
     assert "mirror.example:5000/nvidia/k8s" in (rendered["out"] / "multinode" / "values" / "gpu-operator.yaml").read_text()
 
 

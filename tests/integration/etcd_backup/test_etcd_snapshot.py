@@ -1,0 +1,192 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The kubeadm role's etcd snapshot script against a real etcd 3.6.16 with TLS client
+authentication, as kubeadm runs it: snapshots are taken, kept to the retention count,
+restored with etcdutl into a new data directory, and a second etcd started on it serves
+the keys written before the snapshot.
+
+etcd is the rehearsal's (roles/rehearsal, built into ~/.cache/gpushare/rehearsal/<key>/bin);
+etcdctl and etcdutl of the same release are built from the Go modules of ./go. Without
+those binaries (or go, openssl) the tests skip and say why.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jinja2
+import pytest
+import yaml
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parents[2]
+sys.path.insert(0, str(REPO_ROOT / "tests" / "integration" / "rehearsal"))
+
+from rehearsal_env import GO_DIR, cache_root, rc  # noqa: E402  pylint: disable=wrong-import-position
+
+ROLE = REPO_ROOT / "roles" / "kubeadm"
+TOOLS_DIR = Path(os.path.expanduser(os.environ.get("GPUSHARE_ETCD_TOOLS", "~/.cache/gpushare/etcd-tools/v3.6.16")))
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def binaries():
+    etcd = Path(rc.bin_dir_for(str(GO_DIR), cache_root())) / "etcd"
+    if not os.access(etcd, os.X_OK):
+        pytest.skip(f"no rehearsal etcd at {etcd}: build the rehearsal binaries (make rehearsal-binaries)")
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make the etcd certificates")
+    if not all(os.access(TOOLS_DIR / name, os.X_OK) for name in ("etcdctl", "etcdutl")):
+        if shutil.which("go") is None:
+            pytest.skip("etcdctl/etcdutl are not built and there is no go to build them")
+        TOOLS_DIR.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["go", "build", "-trimpath", "-o", str(TOOLS_DIR) + "/", "go.etcd.io/etcd/etcdctl/v3",
+                        "go.etcd.io/etcd/etcdutl/v3"], cwd=HERE / "go", check=True)
+    return {"etcd": str(etcd), "etcdctl": str(TOOLS_DIR / "etcdctl"), "etcdutl": str(TOOLS_DIR / "etcdutl")}
+
+
+def _openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A kubeadm-shaped etcd PKI: ca, server (127.0.0.1) and healthcheck-client."""
+    pki = tmp_path_factory.mktemp("pki")
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "1",
+             "-subj", "/CN=etcd-ca", cwd=pki)
+    for name, cn, ext in (("server", "etcd", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth"),
+                          ("healthcheck-client", "kube-etcd-healthcheck-client", "extendedKeyUsage=clientAuth")):
+        (pki / f"{name}.ext").write_text(ext + "\n")
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                 "-subj", f"/CN={cn}", cwd=pki)
+        _openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                 "-out", f"{name}.crt", "-days", "1", "-extfile", f"{name}.ext", cwd=pki)
+    return pki
+
+
+class Etcd:
+    def __init__(self, binary, pki, data_dir, name="default"):
+        self.port, peer = _free_port(), _free_port()
+        self.endpoint = f"https://127.0.0.1:{self.port}"
+        self.log = open(str(data_dir) + ".log", "w", encoding="utf-8")  # pylint: disable=consider-using-with
+        self.process = subprocess.Popen(  # pylint: disable=consider-using-with
+            [binary, "--name", name, "--data-dir", str(data_dir), "--listen-client-urls", self.endpoint,
+             "--advertise-client-urls", self.endpoint, "--listen-peer-urls", f"http://127.0.0.1:{peer}",
+             "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
+             "--initial-cluster", f"{name}=http://127.0.0.1:{peer}",
+             "--cert-file", str(pki / "server.crt"), "--key-file", str(pki / "server.key"),
+             "--client-cert-auth", "--trusted-ca-file", str(pki / "ca.crt"), "--unsafe-no-fsync"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=30)
+        self.log.close()
+
+
+def etcdctl(binaries, pki, endpoint, *args, check=True):
+    return subprocess.run([binaries["etcdctl"], f"--endpoints={endpoint}", f"--cacert={pki / 'ca.crt'}",
+                           f"--cert={pki / 'healthcheck-client.crt'}", f"--key={pki / 'healthcheck-client.key'}",
+                           *args], capture_output=True, text=True, check=check, timeout=30)
+
+
+def wait_healthy(binaries, pki, endpoint):
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        if etcdctl(binaries, pki, endpoint, "endpoint", "health", check=False).returncode == 0:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"etcd at {endpoint} did not become healthy")
+
+
+@pytest.fixture(scope="module")
+def script(tmp_path_factory):
+    """The role's template rendered with its own defaults."""
+    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text(encoding="utf-8"))
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROLE / "templates")), undefined=jinja2.StrictUndefined,
+                             keep_trailing_newline=True)
+    text = env.get_template("gpushare-etcd-snapshot.sh.j2").render(**defaults)
+    path = tmp_path_factory.mktemp("script") / "gpushare-etcd-snapshot"
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def run_script(script, binaries, pki, endpoint, backup_dir, keep):
+    env = dict(os.environ, ETCDCTL=binaries["etcdctl"], ENDPOINT=endpoint, PKI=str(pki), BACKUP_DIR=str(backup_dir),
+               KEEP=str(keep))
+    return subprocess.run(["sh", str(script)], env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_shellcheck_finds_nothing(script):
+    if shutil.which("shellcheck") is None:
+        pytest.skip("shellcheck is not installed")
+    result = subprocess.run(["shellcheck", "-s", "sh", str(script)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+def test_snapshots_are_kept_to_the_count_and_restore_to_a_working_etcd(binaries, pki, script, tmp_path):
+    source = Etcd(binaries["etcd"], pki, tmp_path / "etcd")
+    try:
+        wait_healthy(binaries, pki, source.endpoint)
+        etcdctl(binaries, pki, source.endpoint, "put", "/registry/gpushare/teams", "production,data,training")
+        names = []
+        for number in range(3):
+            etcdctl(binaries, pki, source.endpoint, "put", "/registry/gpushare/run", str(number))
+            result = run_script(script, binaries, pki, source.endpoint, tmp_path / "backups", keep=2)
+            assert result.returncode == 0, result.stdout + result.stderr
+            names.append(result.stdout.split("snapshot ", 1)[1].split()[0])
+            time.sleep(1.1)  # names carry the second
+        kept = sorted(path.name for path in (tmp_path / "backups").iterdir())
+        assert kept == sorted(Path(name).name for name in names[1:]), kept  # the oldest went
+        assert "removed" in result.stdout
+        etcdctl(binaries, pki, source.endpoint, "put", "/registry/gpushare/after", "not in the snapshot")
+    finally:
+        source.stop()
+
+    newest = names[-1]
+    status = subprocess.run([binaries["etcdutl"], "snapshot", "status", newest, "-w", "json"], capture_output=True,
+                            text=True, check=True)
+    assert '"totalKey"' in status.stdout
+    restored_dir = tmp_path / "restored"
+    subprocess.run([binaries["etcdutl"], "snapshot", "restore", newest, "--data-dir", str(restored_dir),
+                    "--name", "restored", "--initial-cluster", "restored=http://127.0.0.1:2380",
+                    "--initial-advertise-peer-urls", "http://127.0.0.1:2380"],
+                   capture_output=True, text=True, check=True)
+    restored = Etcd(binaries["etcd"], pki, restored_dir, name="restored")
+    try:
+        wait_healthy(binaries, pki, restored.endpoint)
+        get = etcdctl(binaries, pki, restored.endpoint, "get", "--prefix", "/registry/gpushare/", "--print-value-only")
+        assert get.stdout.split() == ["production,data,training", "2"] or \
+            sorted(get.stdout.split()) == sorted(["production,data,training", "2"]), get.stdout
+        assert "not in the snapshot" not in get.stdout
+    finally:
+        restored.stop()
+
+
+def test_an_unreachable_etcd_fails_and_keeps_the_old_snapshots(binaries, pki, script, tmp_path):
+    backups = tmp_path / "backups"
+    backups.mkdir()
+    (backups / "etcd-cp1-20260101T000000Z.db").write_bytes(b"old")
+    result = run_script(script, binaries, pki, f"https://127.0.0.1:{_free_port()}", backups, keep=1)
+    assert result.returncode != 0
+    assert sorted(path.name for path in backups.iterdir()) == ["etcd-cp1-20260101T000000Z.db"]
+
+
+def test_a_bad_retention_count_is_refused(script, tmp_path):
+    result = subprocess.run(["sh", str(script)], env=dict(os.environ, KEEP="0", BACKUP_DIR=str(tmp_path), ETCDCTL="true"),
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 2 and "KEEP must be a positive number" in result.stderr
