@@ -78,12 +78,13 @@ CONFIRM_VARIABLE = "gpushare_confirm_disruptive"
 
 
 def list_kinds(role: str) -> List[Dict[str, str]]:
-    """The ``{api_version, kind}`` a role lists before it prunes: its own kinds, then the
+    """The ``{api_version, kind, label_selectors}`` a role lists before it prunes: its own kinds, then the
     queues every role needs to judge a deletion (owned objects only; Workloads separately)."""
     if role not in PRUNED_KINDS:
         raise ValueError("role: %r prunes nothing (known: %s)" % (role, ", ".join(sorted(PRUNED_KINDS))))
     kinds = list(PRUNED_KINDS[role]) + [kind for kind in CONTEXT_KINDS if kind not in PRUNED_KINDS[role]]
-    return [{"api_version": API_VERSIONS[kind], "kind": kind} for kind in kinds]
+    selector = ["%s=%s" % (ownership.MANAGED_BY_LABEL, ownership.MANAGED_BY)]
+    return [{"api_version": API_VERSIONS[kind], "kind": kind, "label_selectors": list(selector)} for kind in kinds]
 
 
 def _key(obj: Mapping[str, Any]) -> Tuple[str, str, str, str]:
