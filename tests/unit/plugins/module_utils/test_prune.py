@@ -150,9 +150,8 @@ def test_a_pending_workload_of_a_queue_pointing_at_a_removed_cluster_queue_refus
 def test_a_namespace_with_running_pods_and_a_claim_in_use_are_refused():
     before = _plan()
     after = copy.deepcopy(before)
-    after["objects"] = [o for o in after["objects"]
-                        if not (o["kind"] == "ResourceClaim" or (o["kind"] == "Namespace"
-                                                                and o["metadata"]["name"] == "data"))]
+    gone = {("ResourceClaim", "shared-gpu1-gpu2"), ("Namespace", "data")}
+    after["objects"] = [o for o in after["objects"] if (o["kind"], o["metadata"]["name"]) not in gone]
     live = _live(before)
     claim = next(o for o in live if o["kind"] == "ResourceClaim")
     claim["status"] = {"reservedFor": [{"resource": "pods", "name": "notebook-1", "uid": "1"}]}
