@@ -24,6 +24,7 @@ class FilterModule:
             "node_objects": _wrap(helm_values.node_objects),
             "relabel_steps": _wrap(helm_values.relabel_steps),
             "gpu_pods": _wrap(helm_values.gpu_pods),
+            "node_back_problems": _wrap(helm_values.node_back_problems),
             "cluster_queue_problems": _wrap(helm_values.cluster_queue_problems),
             "not_available": _wrap(helm_values.not_available),
             "chart_source": _wrap(helm_values.chart_source),

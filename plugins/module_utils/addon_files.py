@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Mapping, Tuple
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values, isolation, local_path
+from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values, isolation, local_path, ownership
 
 ADDONS = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")
 
@@ -128,13 +128,19 @@ def _kueue(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, st
     }
 
 
+def boundary_objects(plan: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The tenancy boundaries of the plan's teams, owned like the plan's objects (same generation),
+    so pruning removes those of a namespace the plan no longer holds."""
+    return ownership.stamp(isolation.boundary_objects(plan.get("teams") or {}),
+                           ownership.generation_of(plan.get("objects") or []))
+
+
 def _tenancy(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, str]:
     del settings  # tenancy has no settings that change its files
     objects = helm_values.objects_for(plan, "tenancy")
     files = {f"manifests/tenancy/{name}": helm_values.to_manifests(_of_kinds(objects, kinds))
              for name, kinds in TENANCY_FILES}
-    files[f"manifests/tenancy/{TENANCY_BOUNDARIES_FILE}"] = helm_values.to_manifests(
-        isolation.boundary_objects(plan.get("teams") or {}))
+    files[f"manifests/tenancy/{TENANCY_BOUNDARIES_FILE}"] = helm_values.to_manifests(boundary_objects(plan))
     return files
 
 

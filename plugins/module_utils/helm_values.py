@@ -12,7 +12,7 @@ Ansible imports, so the add-on roles and the tests share one implementation. Err
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 
 try:
     import yaml
@@ -219,6 +219,69 @@ def relabel_steps(plan: Mapping[str, Any], current: Mapping[str, Mapping[str, st
         steps.append({"node": host, "labels": changes, "mig_change": mig_change, "drain": disruptive,
                       "mig_config": labels.get(MIG_CONFIG_LABEL)})
     return steps
+
+
+def node_back_problems(plan: Mapping[str, Any], node: str, nodes: Optional[List[Mapping[str, Any]]],
+                       slices: Optional[List[Mapping[str, Any]]] = None) -> List[str]:
+    """Why a relabelled node is not back in service yet; empty when it is.
+
+    ``nodes``: the k8s_info result of that Node; ``slices``: its ResourceSlices (dra); either None
+    leaves its part unchecked (the role waits for the Node first, then for the slices).
+    Back means: Ready, and its GPUs advertised again as the plan has them - under ``device_plugin``
+    every resource of the node's GPUs in ``status.allocatable`` with the plan's count; under ``dra``
+    gpu.nvidia.com ResourceSlices of the node with one ``gpu`` device per GPU with MIG off and one
+    ``mig`` device per MIG instance (the driver's ``type`` attribute, dra-driver-nvidia-gpu v0.4.1,
+    as docs/rehearsal.md describes what it publishes).
+    """
+    host = next((h for h, entry in (_check_plan(plan).get("nodes") or {}).items()
+                 if entry.get("node_name", h) == node), None)
+    if host is None:
+        raise PlanError(f"node {node}: not in the plan (field: gpushare_plan.nodes)")
+    gpus = plan["nodes"][host].get("gpus") or []
+    problems: List[str] = []
+    if nodes is not None:
+        problems += _node_problems(plan["backend"], node, gpus, nodes)
+    if slices is None or plan["backend"] != "dra":
+        return problems
+    wanted = {"gpu": sum(1 for gpu in gpus if not gpu.get("mig_enabled")),
+              "mig": sum(len(gpu.get("instances") or []) for gpu in gpus if gpu.get("mig_enabled"))}
+    published = {"gpu": 0, "mig": 0}
+    for item in slices:
+        spec = item.get("spec") or {}
+        if spec.get("nodeName") != node or spec.get("driver") != "gpu.nvidia.com":
+            continue
+        for device in spec.get("devices") or []:
+            kind = ((device.get("attributes") or {}).get("type") or {}).get("string")
+            if kind in published:
+                published[kind] += 1
+    for kind, count in wanted.items():
+        if published[kind] != count:
+            problems.append(f"node {node} publishes {published[kind]} {kind} device(s) (gpu.nvidia.com "
+                            f"ResourceSlices), the plan has {count}")
+    return problems
+
+
+def _node_problems(backend: str, node: str, gpus: List[Mapping[str, Any]], nodes: List[Mapping[str, Any]]) -> List[str]:
+    found = [n for n in nodes if (n.get("metadata") or {}).get("name") == node]
+    if not found:
+        return [f"node {node} is not in the cluster"]
+    status = found[0].get("status") or {}
+    problems = []
+    ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+    if not any(str(c.get("status")) == "True" for c in ready):
+        reason = "; ".join(str(c.get("message") or c.get("reason") or c.get("status")) for c in ready)
+        problems.append(f"node {node} is not Ready ({reason or 'no Ready condition'})")
+    if backend == "device_plugin":
+        wanted: Dict[str, int] = {}
+        for gpu in gpus:
+            for resource, count in (gpu.get("resources") or {}).items():
+                wanted[resource] = wanted.get(resource, 0) + int(count)
+        allocatable = status.get("allocatable") or {}
+        for resource, count in sorted(wanted.items()):
+            have = str(allocatable.get(resource, "0"))
+            if not have.isdigit() or int(have) != count:
+                problems.append(f"node {node} advertises {resource}: {have}, the plan has {count}")
+    return problems
 
 
 def gpu_pods(pods: List[Mapping[str, Any]]) -> List[Dict[str, str]]:

@@ -41,6 +41,17 @@ def stamp(objects: Iterable[Mapping[str, Any]], plan_generation: str) -> List[Di
     return stamped
 
 
+def generation_of(objects: Iterable[Mapping[str, Any]]) -> str:
+    """The generation the stamped ``objects`` carry (the first one's label), else their hash:
+    objects made from the plan's other sections (the tenancy boundaries) take the plan's own."""
+    objects = list(objects)
+    for obj in objects:
+        label = ((obj.get("metadata") or {}).get("labels") or {}).get(GENERATION_LABEL)
+        if label:
+            return str(label)
+    return generation(objects)
+
+
 def is_owned(obj: Mapping[str, Any]) -> bool:
     """Whether ``obj`` (as rendered or as read from the cluster) is one of the collection's."""
     labels = (obj.get("metadata") or {}).get("labels") or {}

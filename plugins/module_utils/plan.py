@@ -15,7 +15,7 @@ import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import (
-    dra_objects, isolation, k8s_topology, mirrors, names, quotas, sharing, team_access)
+    dra_objects, isolation, k8s_topology, mirrors, names, ownership, quotas, sharing, team_access)
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import normalise_inventory
 
 PLAN_VERSION = 1
@@ -145,6 +145,9 @@ def _assemble(teams: Any, nodes: Mapping[str, Any], gpu_facts: Optional[Mapping[
     name_errors = _object_name_errors(objects)
     if name_errors:
         raise PlanError(name_errors)
+    # The one place the plan's objects get their ownership labels: what plan.yml writes, what
+    # the roles apply and what pruning keeps are these stamped objects (ownership.py).
+    objects = ownership.stamp(objects, ownership.generation(objects))
     warnings += rbac_warnings + quota.warnings
     return {"inventory": inventory, "shares": shares, "quota": quota, "dra": dra, "objects": objects,
             "warnings": warnings}

@@ -6,8 +6,10 @@ against stand-ins of the kubernetes.core modules (tests/unit/fixtures/addons/
 fake_kubernetes) that keep a small cluster in a JSON file and log every call.
 
 What this proves: the task order per node (cordon, mark and evict only the GPU pods
-through k8s_drain, wait until they are gone, label, wait for MIG Manager, uncordon), one
-node finished before the next starts, and the failure paths: MIG Manager reports failed
+through k8s_drain, wait until they are gone, label, wait for MIG Manager, wait until the node is
+back with its GPUs advertised as planned, uncordon), one node finished before the next starts,
+and the failure paths: a node that does not come back (the run stops there, cordoned, naming the
+nodes left untouched); MIG Manager reports failed
 (the run stops, the node stays cordoned, the error quotes the node's state and the MIG
 Manager log, later nodes are not touched); a PodDisruptionBudget keeps refusing the
 eviction (retried until gpu_operator_drain_timeout, then the run stops naming the pods
@@ -47,8 +49,10 @@ def pod(name, namespace, node, resources=None, owner=None, labels=None, volumes=
 
 def cluster(mig_result):
     return {
-        "nodes": {"a100": {"labels": {"nvidia.com/mig.config": "all-disabled"}},
-                  "l40s": {"labels": {}}},
+        # what the device plugin advertises once the node is back (plan_device_plugin.yml)
+        "nodes": {"a100": {"labels": {"nvidia.com/mig.config": "all-disabled"},
+                           "allocatable": {"nvidia.com/mig-3g.20gb": "2", "nvidia.com/gpu": "1"}},
+                  "l40s": {"labels": {}, "allocatable": {"nvidia.com/gpu.shared": "8"}}},
         "pods": [
             # /dev/shm as an emptyDir, as GPU serving pods often have
             pod("trainer", "data", "a100", {"nvidia.com/mig-3g.20gb": 1}, owner="Job",
@@ -130,9 +134,9 @@ def test_nodes_are_relabelled_one_at_a_time_in_order(tmp_path):
     assert state["calls"][0]["module"] == "k8s_info" and state["calls"][0]["kind"] == "Node"
     assert steps(state["calls"]) == [
         "cordon a100", "list pods a100", "mark data/trainer", "evict a100", "pods left a100",
-        "label a100 nvidia.com/mig.config", "wait a100", "uncordon a100",
+        "label a100 nvidia.com/mig.config", "wait a100", "wait a100", "uncordon a100",
         "cordon l40s", "list pods l40s", "mark data-notebooks/notebook", "evict l40s", "pods left l40s",
-        "label l40s nvidia.com/device-plugin.config", "uncordon l40s",
+        "label l40s nvidia.com/device-plugin.config", "wait l40s", "uncordon l40s",
     ]
     # evicted, never deleted: the Eviction API is what honours PodDisruptionBudgets
     assert state["evicted"] == ["data/trainer", "data-notebooks/notebook"]
@@ -230,3 +234,39 @@ def test_nothing_happens_when_the_labels_are_already_right(tmp_path):
     assert env_result.returncode == 0, env_result.stdout[-3000:]
     calls = json.loads(state_file.read_text())["calls"]
     assert [c["module"] for c in calls] == ["k8s_info"]
+
+
+def test_a_node_that_does_not_come_back_stops_the_run_and_leaves_the_rest_untouched(tmp_path):
+    def not_back(start):
+        start["nodes"]["a100"]["ready"] = "False"
+        start["nodes"]["a100"]["ready_message"] = "container runtime is down"
+
+    result, state = run_relabel(tmp_path, "success", not_back, {"gpu_operator_node_back_timeout": 1})
+    assert result.returncode != 0
+    assert steps(state["calls"]) == [
+        "cordon a100", "list pods a100", "mark data/trainer", "evict a100", "pods left a100",
+        "label a100 nvidia.com/mig.config", "wait a100", "wait a100", "wait a100"]  # one retry
+    assert state["nodes"]["a100"]["unschedulable"] is True  # left cordoned
+    assert "unschedulable" not in state["nodes"]["l40s"] and state["nodes"]["l40s"]["labels"] == {}
+    message = " ".join(result.stdout.split())
+    assert "Node a100 did not come back after its GPU layout changed" in message
+    assert "node a100 is not Ready (container runtime is down)" in message
+    assert "The run stopped at a100; nodes not relabelled yet, left untouched: l40s." in message
+
+
+def test_a_node_back_without_its_planned_gpus_stops_the_run(tmp_path):
+    def fewer_slices(start):
+        start["nodes"]["l40s"]["allocatable"] = {"nvidia.com/gpu.shared": "4"}
+
+    result, state = run_relabel(tmp_path, "success", fewer_slices, {"gpu_operator_node_back_timeout": 1})
+    assert result.returncode != 0
+    assert state["nodes"]["a100"]["unschedulable"] is False  # the first node came back and was uncordoned
+    assert state["nodes"]["l40s"]["unschedulable"] is True
+    message = " ".join(result.stdout.split())
+    assert "node l40s advertises nvidia.com/gpu.shared: 4, the plan has 8" in message
+    assert "left untouched: none." in message
+
+
+def test_a_failed_mig_change_names_the_nodes_left_untouched(tmp_path):
+    result, _state = run_relabel(tmp_path, "failed")
+    assert "The run stopped at a100; nodes not relabelled yet, left untouched: l40s." in " ".join(result.stdout.split())

@@ -321,3 +321,38 @@ def test_dcgm_exporter_settings_exist_in_the_pinned_chart(reference_dir, dra_pla
     assert upstream["dcgmExporter"]["version"].startswith("4.6.0-4.8.3")  # the exporter read for the env names
     for plan in (dra_plan, dp_plan):
         assert values_problems("gpu-operator", hv.gpu_operator_values(plan, {}), reference_dir) == []
+
+
+def _node(name, ready="True", allocatable=None):
+    return {"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": ready, "message": "m"}],
+                                                   "allocatable": allocatable or {}}}
+
+
+def test_a_device_plugin_node_is_back_when_ready_with_the_planned_resources(dp_plan):
+    back = _node("a100", allocatable={"nvidia.com/mig-3g.20gb": "2", "nvidia.com/gpu": "1", "cpu": "8"})
+    assert hv.node_back_problems(dp_plan, "a100", [back], None) == []
+    assert hv.node_back_problems(dp_plan, "a100", [_node("a100", "False", back["status"]["allocatable"])], None) == [
+        "node a100 is not Ready (m)"]
+    assert hv.node_back_problems(dp_plan, "a100", [_node("a100", allocatable={"nvidia.com/gpu": "1"})], None) == [
+        "node a100 advertises nvidia.com/mig-3g.20gb: 0, the plan has 2"]
+    assert hv.node_back_problems(dp_plan, "a100", [], None) == ["node a100 is not in the cluster"]
+    with pytest.raises(hv.PlanError, match="node nowhere: not in the plan"):
+        hv.node_back_problems(dp_plan, "nowhere", [], None)
+
+
+def test_a_dra_node_is_back_when_its_slices_hold_every_planned_gpu_and_mig_device(dra_plan):
+    host, node = next(iter(dra_plan["nodes"].items()))
+    gpus = node["gpus"]
+    whole = sum(1 for gpu in gpus if not gpu["mig_enabled"])
+    mig = sum(len(gpu["instances"]) for gpu in gpus if gpu["mig_enabled"])
+    devices = [{"name": "gpu-%d" % n, "attributes": {"type": {"string": "gpu"}}} for n in range(whole)]
+    devices += [{"name": "mig-%d" % n, "attributes": {"type": {"string": "mig"}}} for n in range(mig)]
+    published = {"spec": {"driver": "gpu.nvidia.com", "nodeName": host, "devices": devices}}
+    assert hv.node_back_problems(dra_plan, host, None, [published]) == []
+    # the Node part alone: no allocatable is asked of a dra node
+    assert hv.node_back_problems(dra_plan, host, [_node(host)], None) == []
+    before_mig_manager = {"spec": {"driver": "gpu.nvidia.com", "nodeName": host, "devices": devices[:whole]}}
+    assert hv.node_back_problems(dra_plan, host, None, [before_mig_manager]) == [
+        "node %s publishes 0 mig device(s) (gpu.nvidia.com ResourceSlices), the plan has %d" % (host, mig)]
+    other_driver = {"spec": {"driver": "example.com", "nodeName": host, "devices": devices}}
+    assert len(hv.node_back_problems(dra_plan, host, None, [other_driver])) == 2

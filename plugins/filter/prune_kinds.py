@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The kinds an add-on role lists before it prunes (plugins/module_utils/prune.py)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: prune_kinds
+short_description: The kinds an add-on role lists before it prunes
+version_added: 0.1.0
+description:
+  - The C(api_version) and C(kind) of every kind the role applies from the plan, then C(ClusterQueue) and
+    C(LocalQueue), which every role reads to judge whether a deletion would leave workloads without a queue.
+  - Loop M(kubernetes.core.k8s_info) over them and pass the results to P(gpushare.cluster.prune_plan#filter).
+options:
+  _input:
+    description: The add-on role.
+    type: str
+    choices: [dra_driver, kueue, tenancy]
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: List the collection's objects of the kueue role's kinds
+  kubernetes.core.k8s_info:
+    api_version: "{{ item.api_version }}"
+    kind: "{{ item.kind }}"
+    label_selectors:
+      - app.kubernetes.io/managed-by=gpushare.cluster
+  loop: "{{ 'kueue' | gpushare.cluster.prune_kinds }}"
+"""
+
+RETURN = r"""
+_value:
+  description: "C({api_version, kind}) per kind, the role's own first."
+  type: list
+  elements: dict
+"""
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import prune
+from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
+
+
+class FilterModule:
+    """gpushare.cluster prune_kinds filter."""
+
+    def filters(self):
+        return {"prune_kinds": _wrap(prune.list_kinds)}
