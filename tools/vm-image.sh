@@ -30,16 +30,20 @@ swap_mib=128
 # the apt module). host_prep's own packages (vars/Debian.yml base list, chrony, ufw,
 # mokutil, python3-debian) are installed here so a converge needs no download: the VM is
 # there for the kernel steps, the package steps are covered by the container scenarios.
+# The packages host_prep installs on Debian (vars/Debian.yml, tasks/gpu.yml): in the image,
+# and in the test mirror the converge refreshes its lists from.
+role_packages="ca-certificates curl gpg conntrack socat ethtool iproute2 chrony ufw mokutil python3-debian"
 packages="linux-image-amd64,initramfs-tools,systemd,systemd-sysv,udev,dbus,openssh-server,\
 python3,python3-apt,sudo,procps,iproute2,kmod,e2fsprogs,iptables,nftables,\
 ca-certificates,curl,gpg,conntrack,socat,ethtool,chrony,ufw,mokutil,python3-debian"
 
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 log() { printf 'vm-image: %s\n' "$*" >&2; }
 
 inputs="$(
   {
-    cat "${BASH_SOURCE[0]}"
-    printf '%s\n' "${suite}" "${mirror}" "${packages}" "${disk_size}" "${swap_mib}"
+    cat "${BASH_SOURCE[0]}" "${here}/../molecule/airgap_host/mirror.sh"
+    printf '%s\n' "${suite}" "${mirror}" "${packages}" "${role_packages}" "${disk_size}" "${swap_mib}"
   } | sha256sum | cut -c1-16
 )"
 out="${cache_root}/debian12-${inputs}"
@@ -54,9 +58,9 @@ if [[ ${EUID} -ne 0 ]]; then
   log "must run as root (debootstrap); try: sudo $0"
   exit 1
 fi
-for tool in debootstrap mkfs.ext4 ssh-keygen; do
+for tool in debootstrap mkfs.ext4 ssh-keygen dpkg-scanpackages gpg; do
   command -v "${tool}" >/dev/null 2>&1 || {
-    log "${tool} is missing; install it with: apt-get install debootstrap e2fsprogs openssh-client"; exit 1; }
+    log "${tool} is missing; install it with: apt-get install debootstrap e2fsprogs openssh-client dpkg-dev gpg"; exit 1; }
 done
 
 start=$(date +%s)
@@ -83,10 +87,36 @@ dd if=/dev/zero of="${rootfs}/swapfile" bs=1M count="${swap_mib}" status=none
 chmod 0600 "${rootfs}/swapfile"
 chroot "${rootfs}" mkswap /swapfile >/dev/null
 
+# The initramfs the converge rebuilds (nouveau blacklisted) holds only the modules this VM
+# uses: Debian's MODULES=most copies every driver module and compresses them, over twenty
+# minutes under software emulation; MODULES=dep keeps the rebuild real, on the running
+# kernel's own modules. (The initramfs qemu boots was built here with MODULES=most: dep
+# cannot tell a chroot's devices from the build host's.)
+printf 'MODULES=dep\n' >"${rootfs}/etc/initramfs-tools/conf.d/gpushare-vm.conf"
+
 printf 'gpushare-vm\n' >"${rootfs}/etc/hostname"
 printf '127.0.0.1 localhost\n127.0.1.1 gpushare-vm\n' >"${rootfs}/etc/hosts"
 : >"${rootfs}/etc/machine-id"
-printf 'deb %s %s main\n' "${mirror}" "${suite}" >"${rootfs}/etc/apt/sources.list"
+# The stock source: host_prep points it at the test mirror (gpushare_mirrors.apt.debian).
+printf 'deb http://deb.debian.org/debian %s main\n' "${suite}" >"${rootfs}/etc/apt/sources.list"
+
+# The test mirror: a signed apt repository of the packages host_prep installs, served by
+# tools/vm.sh on the controller's 127.0.0.1, which the guest reaches as 10.0.2.2. The
+# packages are installed in the image already; the converge still refreshes the lists and
+# checks them, against a small index instead of the whole archive's (whose refresh takes
+# minutes under software emulation).
+mkdir -p "${work}/out" "${work}/role-debs"
+for package in ${role_packages}; do
+  found=0
+  for deb in "${cache_root}/debs/${package}_"*.deb; do
+    [[ -f ${deb} ]] || continue
+    cp "${deb}" "${work}/role-debs/"
+    found=1
+  done
+  (( found )) || { log "no ${package}_*.deb in ${cache_root}/debs after debootstrap"; exit 1; }
+done
+bash "${here}/../molecule/airgap_host/mirror.sh" debian "${work}/out/mirror" "${work}/role-debs"
+install -m 0644 "${work}/out/mirror/mirror.asc" "${rootfs}/etc/apt/trusted.gpg.d/gpushare-vm-mirror.asc"
 
 # qemu user-mode networking: DHCP from 10.0.2.2, DNS at 10.0.2.3.
 cat >"${rootfs}/etc/systemd/network/10-gpushare-vm.network" <<'EOF'
@@ -120,7 +150,6 @@ if [[ -z ${kernel} || -z ${initrd} ]]; then
   log "no kernel or initramfs in ${rootfs}/boot"; exit 1
 fi
 
-mkdir -p "${work}/out"
 cp "${kernel}" "${work}/out/vmlinuz"
 cp "${initrd}" "${work}/out/initrd.img"
 mv "${work}/id_ed25519" "${work}/id_ed25519.pub" "${work}/out/"

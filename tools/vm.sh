@@ -4,7 +4,9 @@
 #   tools/vm.sh start RUN_DIR   build the image if needed (tools/vm-image.sh), boot a fresh
 #                               copy-on-write disk on top of it, wait for SSH; writes
 #                               RUN_DIR/instance.json (address, port, key) and ssh_config
-#   tools/vm.sh stop RUN_DIR    power the VM off and remove its disk
+#                               (and the port of its test mirror, served from the image's
+#                               mirror/ on 127.0.0.1: molecule/airgap_host/mirror.sh)
+#   tools/vm.sh stop RUN_DIR    power the VM off, remove its disk, stop the mirror
 #
 # qemu runs with software emulation (-accel tcg; KVM is exposed on the build hosts but hangs),
 # user-mode networking only, and SSH forwarded to a free port on 127.0.0.1. The kernel and
@@ -18,6 +20,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 log() { printf 'vm: %s\n' "$*" >&2; }
+mirror_sh="${here}/../molecule/airgap_host/mirror.sh"
 
 usage() { log "usage: $0 start|stop RUN_DIR"; exit 2; }
 [[ $# -eq 2 ]] || usage
@@ -45,6 +48,7 @@ stop() {
     rm -f "${run_dir}/qemu.pid"
   fi
   rm -f "${run_dir}/disk.qcow2"
+  bash "${mirror_sh}" stop "${run_dir}/mirror" 2>/dev/null
 }
 
 start() {
@@ -57,6 +61,8 @@ start() {
   t_image=$(( $(date +%s) - t0 ))
   mkdir -p "${run_dir}"
   stop
+  # The image's test mirror (vm-image.sh), for the guest at http://10.0.2.2:<mirror port>.
+  bash "${mirror_sh}" start "${image}/mirror" "${run_dir}/mirror" 2>/dev/null
   port="$(free_port)"
   qemu-img create -q -f qcow2 -F raw -b "${image}/disk.img" "${run_dir}/disk.qcow2"
   : >"${run_dir}/console.log"
@@ -65,7 +71,7 @@ start() {
     -machine q35 -accel tcg,thread=multi -cpu max \
     -smp "${GPUSHARE_VM_CPUS:-2}" -m "${GPUSHARE_VM_MEMORY:-1536}" \
     -kernel "${image}/vmlinuz" -initrd "${image}/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 net.ifnames=0 systemd.show_status=false" \
+    -append "root=/dev/vda rw console=ttyS0 quiet net.ifnames=0 systemd.show_status=false" \
     -drive "file=${run_dir}/disk.qcow2,if=virtio,format=qcow2,cache=unsafe,discard=unmap" \
     -netdev "user,id=net0,hostfwd=tcp:127.0.0.1:${port}-:22" -device virtio-net-pci,netdev=net0 \
     -device virtio-rng-pci \
@@ -86,7 +92,7 @@ Host gpushare-vm
   ServerAliveInterval 15
 EOF
   cat >"${run_dir}/instance.json" <<EOF
-{"address": "127.0.0.1", "port": ${port}, "user": "root", "identity_file": "${image}/id_ed25519", "image": "${image}"}
+{"address": "127.0.0.1", "port": ${port}, "user": "root", "identity_file": "${image}/id_ed25519", "image": "${image}", "mirror_port": $(cat "${run_dir}/mirror/port")}
 EOF
 
   local t1 timeout

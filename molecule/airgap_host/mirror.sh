@@ -16,6 +16,9 @@
 #         WWW/mirror.asc          the signing key
 #       The second package set only holds what the first one does not, so the test can tell
 #       which repository each package came from.
+#   mirror.sh debian WWW DEBS   Only WWW/debian and WWW/mirror.asc, from the .deb files in
+#                               the folder DEBS (nothing downloaded): the real-kernel VM's
+#                               mirror (tools/vm-image.sh).
 #   mirror.sh start WWW RUN     Serves WWW on 127.0.0.1 on a free port; writes RUN/port,
 #                               RUN/pid and the request log RUN/access.log.
 #   mirror.sh stop RUN          Stops the server started by `start`.
@@ -126,31 +129,51 @@ build() {
   fi
 
   rm -rf "${www}"
-  local debian="${www}/debian" docker="${www}/linux/debian" k8s="${www}/${k8s_path}"
-  mkdir -p "${debian}/pool" "${docker}/pool" "${k8s}"
-  cp -l "${cache}"/debs/debian/*.deb "${debian}/pool/" 2>/dev/null || cp "${cache}"/debs/debian/*.deb "${debian}/pool/"
+  local docker="${www}/linux/debian" k8s="${www}/${k8s_path}"
+  debian_layout "${www}" "${cache}/debs/debian"
+  mkdir -p "${docker}/pool" "${k8s}"
   if compgen -G "${cache}/debs/docker/*.deb" >/dev/null; then
     cp -l "${cache}"/debs/docker/*.deb "${docker}/pool/" 2>/dev/null || cp "${cache}"/debs/docker/*.deb "${docker}/pool/"
   fi
+  write_packages "${docker}" "dists/${suite}/stable/binary-amd64"
+  # pkgs.k8s.io has no packages this machine could use; the repository stays empty but is
+  # signed, so apt still proves the role's definition of it reaches the mirror.
+  : >"${k8s}/Packages"
+  gzip -9nkf "${k8s}/Packages"
+  write_release "${docker}/dists/${suite}" "Origin: gpushare test mirror" "Label: Docker layout" "Suite: ${suite}" \
+    "Codename: ${suite}" "Architectures: amd64" "Components: stable"
+  write_release "${k8s}" "Origin: gpushare test mirror" "Label: Kubernetes layout" "Architectures: amd64"
+  sign "${www}" "${www}/debian/dists/${suite}/Release" "${www}/debian/dists/${suite}-updates/Release" \
+    "${docker}/dists/${suite}/Release" "${k8s}/Release"
+  cp "${www}/mirror.asc" "${docker}/gpg"
+  cp "${www}/mirror.asc" "${k8s}/Release.key"
+  log "$(find "${www}" -name '*.deb' | wc -l) packages in ${www}"
+}
+
+# WWW/debian: the .deb files of DEBS in the layout of the Debian archive (bookworm main, and
+# bookworm-updates served empty), Release files written, not signed yet.
+debian_layout() {
+  local www="$1" debs="$2"
+  local debian="${www}/debian"
+  mkdir -p "${debian}/pool"
+  cp -l "${debs}"/*.deb "${debian}/pool/" 2>/dev/null || cp "${debs}"/*.deb "${debian}/pool/"
   write_packages "${debian}" "dists/${suite}/main/binary-amd64"
   # The image's stock sources also name the updates suite; the packages taken from it are in
   # the main suite above, so it is served empty (and signed) to keep `apt-get update` clean.
   mkdir -p "${debian}/dists/${suite}-updates/main/binary-amd64"
   : >"${debian}/dists/${suite}-updates/main/binary-amd64/Packages"
   gzip -9nkf "${debian}/dists/${suite}-updates/main/binary-amd64/Packages"
-  write_packages "${docker}" "dists/${suite}/stable/binary-amd64"
-  # pkgs.k8s.io has no packages this machine could use; the repository stays empty but is
-  # signed, so apt still proves the role's definition of it reaches the mirror.
-  : >"${k8s}/Packages"
-  gzip -9nkf "${k8s}/Packages"
   write_release "${debian}/dists/${suite}" "Origin: gpushare test mirror" "Label: Debian layout" "Suite: stable" \
     "Codename: ${suite}" "Architectures: amd64" "Components: main"
   write_release "${debian}/dists/${suite}-updates" "Origin: gpushare test mirror" "Label: Debian layout" \
     "Suite: stable-updates" "Codename: ${suite}-updates" "Architectures: amd64" "Components: main"
-  write_release "${docker}/dists/${suite}" "Origin: gpushare test mirror" "Label: Docker layout" "Suite: ${suite}" \
-    "Codename: ${suite}" "Architectures: amd64" "Components: stable"
-  write_release "${k8s}" "Origin: gpushare test mirror" "Label: Kubernetes layout" "Architectures: amd64"
+}
 
+# Signs each Release file (InRelease and Release.gpg) with a throw-away key, exported to
+# WWW/mirror.asc.
+sign() {
+  local www="$1"
+  shift
   # A fresh signing key every run, in a GnuPG home that is removed with its agent.
   local gnupg
   gnupg="$(mktemp -d /tmp/gpushare-mirror-gnupg.XXXXXX)"
@@ -160,14 +183,24 @@ build() {
     gpg --batch --quiet --pinentry-mode loopback --passphrase '' \
       --quick-gen-key 'gpushare.cluster test mirror <mirror@localhost>' ed25519 sign 2d
     gpg --batch --quiet --armor --export >"${www}/mirror.asc"
-    for release in "${debian}/dists/${suite}/Release" "${debian}/dists/${suite}-updates/Release" "${docker}/dists/${suite}/Release" "${k8s}/Release"; do
+    local release
+    for release in "$@"; do
       gpg --batch --quiet --yes --clearsign -o "${release%/Release}/InRelease" "${release}"
       gpg --batch --quiet --yes --armor --detach-sign -o "${release}.gpg" "${release}"
     done
   )
-  cp "${www}/mirror.asc" "${docker}/gpg"
-  cp "${www}/mirror.asc" "${k8s}/Release.key"
-  log "$(find "${www}" -name '*.deb' | wc -l) packages in ${www}"
+}
+
+# mirror.sh debian WWW DEBS: only the Debian-layout repository of DEBS, signed.
+debian() {
+  local www="$1" debs="$2" tool
+  for tool in dpkg-scanpackages gpg gpgconf gzip; do
+    command -v "${tool}" >/dev/null 2>&1 || { log "${tool} is missing; install it with: apt-get install dpkg-dev gpg gzip"; exit 1; }
+  done
+  rm -rf "${www}"
+  debian_layout "${www}" "${debs}"
+  sign "${www}" "${www}/debian/dists/${suite}/Release" "${www}/debian/dists/${suite}-updates/Release"
+  log "$(find "${www}" -name '*.deb' | wc -l) packages in ${www}/debian"
 }
 
 start() {
@@ -208,7 +241,8 @@ stop() {
 
 case "${1:-}" in
   build) shift; build "$@" ;;
+  debian) shift; debian "$@" ;;
   start) shift; start "$@" ;;
   stop) shift; stop "$@" ;;
-  *) log "usage: $0 build|start|stop ..."; exit 2 ;;
+  *) log "usage: $0 build|debian|start|stop ..."; exit 2 ;;
 esac

@@ -75,3 +75,13 @@ def test_chrony_running(host):
 def test_no_failed_units(host):
     failed = host.run("systemctl list-units --failed --plain --no-legend").stdout.strip()
     assert failed == ""
+
+
+def test_package_lists_came_from_the_test_mirror(host):
+    # host_prep pointed the stock source at gpushare_mirrors.apt.debian (10.0.2.2 is the
+    # controller's 127.0.0.1 for the guest) and refreshed the lists from it.
+    sources = host.file("/etc/apt/sources.list").content_string
+    assert re.search(r"^deb http://10\.0\.2\.2:\d+/debian bookworm main$", sources, re.M), sources
+    assert "deb.debian.org" not in sources
+    log = pathlib.Path(os.environ["GPUSHARE_VM_RUN_DIR"], "mirror", "access.log").read_text()
+    assert re.search(r'"GET /debian/dists/bookworm/InRelease HTTP/1\.1" 200', log), log

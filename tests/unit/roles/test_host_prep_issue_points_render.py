@@ -274,3 +274,15 @@ def test_the_python_client_install_names_epel_when_it_fails_on_rocky():
     block = next(t for t in tasks if t["name"] == "Install the Kubernetes Python client used by kubernetes.core")
     message = block["rescue"][0]["ansible.builtin.fail"]["msg"]
     assert "EPEL" in message and "host_prep_epel_enabled" in message and "gpushare_mirrors.dnf.epel" in message
+
+
+def test_every_delegated_reboot_step_names_a_host_without_a_control_plane_group():
+    # Ansible templates delegate_to before `when` decides to skip a task: an empty name fails
+    # the play ("Empty hostname produced from delegate_to"), as molecule/vm showed on a
+    # single worker. Each delegated task must name a host even when no control plane exists.
+    renderer = vm(groups={"workers": ["node1"]})
+    renderer.variables["inventory_hostname"] = "node1"
+    delegated = [t for t in raw_tasks("reboot_node.yml") if "delegate_to" in t]
+    assert len(delegated) == 4
+    for task in delegated:
+        assert renderer.render(task["delegate_to"]) == "node1", task["name"]
