@@ -113,8 +113,8 @@ rehearsal-binaries: venv collection-link ## Build etcd, kube-*, kubectl, Kueue a
 rehearsal: venv collection-link rehearsal-binaries ## Rehearse the worked day of inventories/example on a real control plane (docs/rehearsal.md)
 	$(BIN)/ansible-playbook -i inventories/example playbooks/rehearse.yml -e gpushare_plan_dir=$(BUILD)/plan $(REHEARSAL_ARGS)
 
-rehearsal-test: rehearsal-binaries ## Start the rehearsal control plane and test it (tests/integration/rehearsal)
-	$(BIN)/python -m pytest tests/integration/rehearsal -q -rs -p no:cacheprovider
+rehearsal-test: rehearsal-binaries ## Test on the rehearsal's real control plane and etcd (tests/integration)
+	$(BIN)/python -m pytest tests/integration -q -rs -p no:cacheprovider
 
 install-check: build ## Install the built tarball and list its plugins with ansible-doc
 	bash tools/install-check.sh $(BUILD)/gpushare-cluster-$(VERSION).tar.gz

@@ -45,7 +45,6 @@ ROLE_FILES: Dict[str, Dict[str, Tuple[str, bool]]] = {
         "alerts": ("templates/gpushare.alerts.yml.j2", True),
         "dashboard_teams": ("files/dashboards/gpushare-teams.json", False),
         "dashboard_gpus": ("files/dashboards/gpushare-gpus.json", False),
-        "local_path_manifest": ("files/local-path-storage.yaml", False),
     },
 }
 
@@ -169,7 +168,7 @@ def _monitoring(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[st
     }
     if provisioner:
         files[MONITORING_LOCAL_PATH_FILE] = helm_values.to_manifests(local_path.manifests(
-            settings["local_path_manifest"], settings["mirrors"], settings["local_path_dir"]))
+            settings["mirrors"], settings["local_path_dir"]))
     return files
 
 

@@ -19,15 +19,10 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Mapping, Optional
 
-try:
-    import yaml
-except ImportError:  # ansible-core brings PyYAML; yaml_text says so if it is missing
-    yaml = None
-
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirror_lib
+from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirror_lib, yaml_text
 
 VERSION = "v0.0.37"
-# The upstream deploy/local-path-storage.yaml of VERSION (roles/monitoring/files/) names it.
+# The release's own image (its deploy/local-path-storage.yaml names it).
 IMAGE = "docker.io/rancher/local-path-provisioner:" + VERSION
 # The helper pod that makes and removes volume directories. Upstream's manifest names
 # docker.io/library/busybox without a tag (whatever "latest" is that day); a mirror needs an
@@ -93,36 +88,91 @@ def storage_errors(distribution: Any, settings: Mapping[str, Any], microk8s_addo
             % (sizes, where)]
 
 
-def manifests(upstream_text: str, mirrors: Optional[Mapping[str, Any]] = None, path: str = DEFAULT_PATH
-              ) -> List[Dict[str, Any]]:
-    """The upstream manifest's objects with the collection's pins: images through the
-    mirror, the helper image pinned, volumes under ``path``, and the namespace allowed the
-    hostPath volumes its helper pods mount (Pod Security ``privileged``)."""
-    if yaml is None:
-        raise ValueError("PyYAML is needed to render the local-path provisioner")
+SERVICE_ACCOUNT = "local-path-provisioner-service-account"
+CONFIG_MAP = "local-path-config"
+PROVISIONER_NAME = "rancher.io/local-path"
+_LABELS = {"app": "local-path-provisioner"}
+
+
+def manifests(mirrors: Optional[Mapping[str, Any]] = None, path: str = DEFAULT_PATH) -> List[Dict[str, Any]]:
+    """The provisioner's objects, images through the mirror and volumes under ``path``.
+
+    What the provisioner of VERSION needs (rancher/local-path-provisioner at that tag: the
+    ``start`` command's ``--config`` file and the ``CONFIG_MOUNT_PATH``/``POD_NAMESPACE``
+    environment it reads, the ``setup``/``teardown`` scripts and ``helperPod.yaml`` it runs
+    for each volume, and the API access it uses): pods in its own namespace, read access to
+    nodes, claims, config maps and storage classes, and persistent volumes and events. The
+    namespace admits the helper pods' hostPath volumes (Pod Security ``privileged``).
+    """
     if not str(path).startswith("/"):
         raise ValueError("monitoring_local_path_dir: must be an absolute path, got %r" % (path,))
     normal = mirror_lib.normalize_mirrors(mirrors)
-    objects = [obj for obj in yaml.safe_load_all(upstream_text) if obj]
-    for obj in objects:
-        kind = obj.get("kind")
-        if kind == "Namespace":
-            obj["metadata"].setdefault("labels", {})["pod-security.kubernetes.io/enforce"] = "privileged"
-        elif kind == "Deployment":
-            for container in obj["spec"]["template"]["spec"]["containers"]:
-                if mirror_lib.parse_image(container["image"]).name != mirror_lib.parse_image(IMAGE).name:
-                    raise ValueError("local-path manifest: unexpected image %s" % container["image"])
-                container["image"] = mirror_lib.mirror_image(IMAGE, normal)
-        elif kind == "ConfigMap":
-            data = obj["data"]
-            config = yaml.safe_load(data["config.json"])
-            config["nodePathMap"] = [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [str(path)]}]
-            data["config.json"] = json.dumps(config, indent=2, sort_keys=True)
-            helper = yaml.safe_load(data["helperPod.yaml"])
-            for container in helper["spec"]["containers"]:
-                container["image"] = mirror_lib.mirror_image(HELPER_IMAGE, normal)
-            data["helperPod.yaml"] = yaml.safe_dump(helper, sort_keys=False, default_flow_style=False)
-    return objects
+    in_namespace = {"namespace": NAMESPACE}
+    subject = [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]
+    read = ["get", "list", "watch"]
+    write = read + ["create", "patch", "update", "delete"]
+    helper_pod = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "helper-pod"},
+        "spec": {"priorityClassName": "system-node-critical",
+                 "tolerations": [{"key": "node.kubernetes.io/disk-pressure", "operator": "Exists",
+                                  "effect": "NoSchedule"}],
+                 "containers": [{"name": "helper-pod", "image": mirror_lib.mirror_image(HELPER_IMAGE, normal),
+                                 "imagePullPolicy": "IfNotPresent"}]},
+    }
+    probe = {"httpGet": {"path": "/health", "port": "health"}}
+    container = {
+        "name": "local-path-provisioner", "image": mirror_lib.mirror_image(IMAGE, normal),
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["local-path-provisioner", "start", "--config", "/etc/config/config.json"],
+        "ports": [{"name": "health", "containerPort": 8080, "protocol": "TCP"}],
+        "startupProbe": dict(probe, initialDelaySeconds=5, periodSeconds=5, failureThreshold=12),
+        "livenessProbe": dict(probe, periodSeconds=10),
+        "readinessProbe": {"httpGet": {"path": "/ready", "port": "health"}, "periodSeconds": 5},
+        "volumeMounts": [{"name": "config-volume", "mountPath": "/etc/config/"}],
+        "env": [{"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                {"name": "CONFIG_MOUNT_PATH", "value": "/etc/config/"},
+                {"name": "HEALTH_PORT", "value": "8080"}],
+    }
+    return [
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": dict(in_namespace, name=SERVICE_ACCOUNT)},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+         "metadata": dict(in_namespace, name="local-path-provisioner"),
+         "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": write}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": "local-path-provisioner"},
+         "rules": [{"apiGroups": [""], "resources": ["nodes", "persistentvolumeclaims", "configmaps", "pods", "pods/log"],
+                    "verbs": read},
+                   {"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": write},
+                   {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+                   {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses"], "verbs": read}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": dict(in_namespace, name="local-path-provisioner"),
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "local-path-provisioner"},
+         "subjects": subject},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "local-path-provisioner"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "local-path-provisioner"},
+         "subjects": subject},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": dict(in_namespace, name=CONFIG_MAP),
+         "data": {
+             "config.json": json.dumps({"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES",
+                                                          "paths": [str(path)]}]}, indent=2, sort_keys=True),
+             # Run in the helper pod with VOL_DIR set to the volume's directory.
+             "setup": '#!/bin/sh\nset -eu\nmkdir -m 0777 -p "$VOL_DIR"\n',
+             "teardown": '#!/bin/sh\nset -eu\nrm -rf "$VOL_DIR"\n',
+             "helperPod.yaml": yaml_text.dump(helper_pod),
+         }},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": dict(in_namespace, name="local-path-provisioner"),
+         "spec": {"replicas": 1, "selector": {"matchLabels": dict(_LABELS)},
+                  "template": {"metadata": {"labels": dict(_LABELS)},
+                               "spec": {"serviceAccountName": SERVICE_ACCOUNT, "containers": [container],
+                                        "volumes": [{"name": "config-volume",
+                                                     "configMap": {"name": CONFIG_MAP}}]}}}},
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": STORAGE_CLASS},
+         "provisioner": PROVISIONER_NAME, "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Delete"},
+    ]
 
 
 def images() -> List[str]:

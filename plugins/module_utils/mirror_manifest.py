@@ -304,7 +304,7 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
     if settings.get("monitoring_enabled", True) and settings.get("local_path_provisioner", True):
         for reference in local_path.images():
             _add_image(images, reference, "local-path-provisioner", "monitoring volumes",
-                       f"local-path-provisioner {local_path.VERSION} (roles/monitoring/files/local-path-storage.yaml)",
+                       f"local-path-provisioner {local_path.VERSION} (plugins/module_utils/local_path.py)",
                        mirrors)
 
     if driver_enabled:

@@ -15,7 +15,6 @@ from ansible_collections.gpushare.cluster.plugins.module_utils import (
     addon_files, helm_values, local_path, mirror_manifest)
 
 ROLE = Path(__file__).resolve().parents[4] / "roles" / "monitoring"
-UPSTREAM = (ROLE / "files" / "local-path-storage.yaml").read_text(encoding="utf-8")
 ASKED = {"storage_size": "50Gi", "grafana_persistence_size": "10Gi"}
 
 
@@ -46,14 +45,24 @@ def test_kubeadm_without_any_storage_is_refused_with_the_fix():
         "monitoring_storage_provisioner: must be one of auto, local-path, none, got 'hostpath'"]
 
 
-def test_the_role_file_is_the_pinned_upstream_release():
-    deployment = next(obj for obj in yaml.safe_load_all(UPSTREAM) if obj and obj["kind"] == "Deployment")
-    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == local_path.IMAGE
-    assert local_path.VERSION in UPSTREAM.splitlines()[0]
+def test_the_provisioner_runs_as_its_account_with_the_config_it_reads():
+    by_kind = {obj["kind"]: obj for obj in local_path.manifests()}
+    pod = by_kind["Deployment"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["image"] == local_path.IMAGE and local_path.IMAGE.endswith(":" + local_path.VERSION)
+    assert container["command"][-2:] == ["--config", "/etc/config/config.json"]
+    assert {"name": "CONFIG_MOUNT_PATH", "value": "/etc/config/"} in container["env"]
+    assert pod["volumes"][0]["configMap"]["name"] == by_kind["ConfigMap"]["metadata"]["name"]
+    assert set(by_kind["ConfigMap"]["data"]) == {"config.json", "setup", "teardown", "helperPod.yaml"}
+    for binding in (by_kind["RoleBinding"], by_kind["ClusterRoleBinding"]):
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": pod["serviceAccountName"],
+                                        "namespace": local_path.NAMESPACE}]
+        assert binding["roleRef"]["name"] == by_kind[binding["roleRef"]["kind"]]["metadata"]["name"]
+    assert by_kind["StorageClass"]["provisioner"] == "rancher.io/local-path"
 
 
 def test_manifests_pin_the_helper_follow_the_mirror_and_the_directory():
-    objects = local_path.manifests(UPSTREAM, {"registry": "mirror.example:5000"}, "/data/volumes")
+    objects = local_path.manifests({"registry": "mirror.example:5000"}, "/data/volumes")
     by_kind = {obj["kind"]: obj for obj in objects}
     assert by_kind["Namespace"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
     assert by_kind["Deployment"]["spec"]["template"]["spec"]["containers"][0]["image"] == \
@@ -65,7 +74,7 @@ def test_manifests_pin_the_helper_follow_the_mirror_and_the_directory():
     assert by_kind["StorageClass"]["metadata"]["name"] == local_path.STORAGE_CLASS
     assert by_kind["StorageClass"]["volumeBindingMode"] == "WaitForFirstConsumer"
     with pytest.raises(ValueError, match="monitoring_local_path_dir: must be an absolute path"):
-        local_path.manifests(UPSTREAM, {}, "volumes")
+        local_path.manifests({}, "volumes")
 
 
 def _monitoring_settings(**overrides):
@@ -92,7 +101,7 @@ def test_the_monitoring_render_adds_it_and_the_volumes_use_it():
 
 def test_the_mirror_manifest_lists_every_image_the_provisioner_pulls():
     manifest = mirror_manifest.build_manifest({"distribution": "kubeadm", "driver_os": ["ubuntu24.04"], "cni": "none"})
-    rendered = local_path.manifests(UPSTREAM)
+    rendered = local_path.manifests()
     referenced = mirror_manifest.images_in(rendered) + [
         yaml.safe_load(obj["data"]["helperPod.yaml"])["spec"]["containers"][0]["image"]
         for obj in rendered if obj["kind"] == "ConfigMap"]
