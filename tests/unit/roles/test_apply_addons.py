@@ -53,10 +53,20 @@ def apply(tmp: Path, roles, cluster_state: dict, extra_vars: dict | None = None)
     return result, json.loads(state.read_text())
 
 
+def published_devices(plan):
+    """What the DRA driver publishes per node once the plan's layout is in place: one ``gpu``
+    device per GPU with MIG off, one ``mig`` device per MIG instance."""
+    return {node.get("node_name", host): {
+        "gpu": sum(1 for gpu in node["gpus"] if not gpu.get("mig_enabled")),
+        "mig": sum(len(gpu.get("instances") or []) for gpu in node["gpus"] if gpu.get("mig_enabled"))}
+        for host, node in plan["nodes"].items()}
+
+
 def fresh_cluster(**changes):
     # The API server serves resource.k8s.io/v1beta1 as docs/monitoring.md asks under dra.
     state = {"nodes": {"gpu1": {"labels": {}}}, "pods": [], "mig_result": {"gpu1": "success"}, "logs": {},
-             "slice_nodes": ["gpu1"], "crds": [], "calls": [],
+             "slice_nodes": ["gpu1"], "slice_devices": published_devices(inventory_plan("example")),
+             "crds": [], "calls": [],
              "served_api_versions": ["resource.k8s.io/v1", "resource.k8s.io/v1beta1"]}
     state.update(changes)
     return state
