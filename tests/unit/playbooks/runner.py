@@ -22,6 +22,11 @@ def collections_path() -> Path:
     return Path(os.environ["GPUSHARE_COLLECTIONS_PATH"])
 
 
+# The sample inventories' secrets are vaulted with this published demo password; a run that
+# decrypts them (the roles' argument specs do) passes it, plan.yml needs none.
+DEMO_VAULT_ARGS = ("--vault-password-file", str(REPO_ROOT / "inventories" / "multinode" / "vault-password.txt"))
+
+
 def ansible_env(**extra: str) -> dict:
     env = dict(os.environ)
     env.update({

@@ -79,7 +79,7 @@ def local_cluster(tmp_path):
 def test_gpu_stack_and_queues_run_no_become_task(tmp_path, local_cluster):
     inventory, log = local_cluster
     result = runner.ansible_playbook(
-        "-i", str(inventory), str(runner.PLAYBOOKS / "site.yml"), "--tags", "gpu_stack,queues",
+        "-i", str(inventory), str(runner.PLAYBOOKS / "site.yml"), "--tags", "gpu_stack,queues", *runner.DEMO_VAULT_ARGS,
         "-e", "gpushare_render_only=true", "-e", "gpushare_discover=false", "-e", "gpushare_render_dir=%s" % (tmp_path / "render"))
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert not log.exists(), log.read_text()

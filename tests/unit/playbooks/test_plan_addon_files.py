@@ -56,7 +56,7 @@ def both(tmp_path_factory):
         "pre_tasks": [{"name": "Plan", "gpushare.cluster.plan_report": {"write": False}}],
         "roles": ["gpushare.cluster.%s" % role for role in ROLES],
     }], sort_keys=False), encoding="utf-8")
-    rendered = runner.ansible_playbook("-i", str(EXAMPLE), str(playbook), "-e", "@%s" % overrides)
+    rendered = runner.ansible_playbook("-i", str(EXAMPLE), str(playbook), *runner.DEMO_VAULT_ARGS, "-e", "@%s" % overrides)
     assert rendered.returncode == 0, rendered.stdout[-4000:] + rendered.stderr[-3000:]
     return _files(plan_dir), _files(tmp / "roles")
 
@@ -64,7 +64,9 @@ def both(tmp_path_factory):
 def test_plan_and_roles_write_the_same_bytes(both):
     planned, rendered = both
     assert sorted(planned) == sorted(rendered)
-    assert len(planned) == 18  # the example is dra: with the dcgm-exporter ClusterRole
+    # the example is dra (with the dcgm-exporter ClusterRole) and names no StorageClass (with the
+    # local-path provisioner)
+    assert len(planned) == 19
     for name, content in planned.items():
         assert content == rendered[name], name
 
@@ -107,12 +109,12 @@ def test_render_addon_reports_a_diff_then_nothing(tmp_path):
             {"name": "Show", "ansible.builtin.debug": {"msg": "CHANGED={{ written.changed_files | join(',') }}"}},
         ],
     }], sort_keys=False), encoding="utf-8")
-    first = runner.ansible_playbook("-i", str(EXAMPLE), str(playbook), "--diff")
+    first = runner.ansible_playbook("-i", str(EXAMPLE), str(playbook), *runner.DEMO_VAULT_ARGS, "--diff")
     assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-3000:]
     assert "CHANGED=values/kueue.yaml,manifests/kueue/queues.yaml" in first.stdout
     assert "+++ after: manifests/kueue/queues.yaml" in first.stdout
     assert "+kind: ClusterQueue" in first.stdout
-    again = runner.ansible_playbook("-i", str(EXAMPLE), str(playbook), "--diff")
+    again = runner.ansible_playbook("-i", str(EXAMPLE), str(playbook), *runner.DEMO_VAULT_ARGS, "--diff")
     assert again.returncode == 0
     assert '"msg": "CHANGED="' in again.stdout
     assert "changed=0" in again.stdout

@@ -195,7 +195,7 @@ def local_site(tmp_path):
 
 
 def _site(inventory, dir_a, *extra):
-    return runner.ansible_playbook("-i", str(inventory), str(runner.PLAYBOOKS / "site.yml"),
+    return runner.ansible_playbook("-i", str(inventory), str(runner.PLAYBOOKS / "site.yml"), *runner.DEMO_VAULT_ARGS,
                                    "-e", "gpushare_discover=false", "-e", "gpushare_plan_compare=%s" % dir_a, *extra)
 
 

@@ -246,7 +246,7 @@ def test_multinode_secrets_decrypt_with_the_demo_password():
 def test_site_preflight_shows_each_plan_warning_once(tmp_path):
     # The example's time-sliced GPU has no UUID known: the plan warns, and site.yml says so once.
     result = runner.ansible_playbook("-i", str(EXAMPLE), str(PLAYBOOKS / "site.yml"), "-e", "gpushare_discover=false",
-                                     "--tags", "preflight")
+                                     "--tags", "preflight", *runner.DEMO_VAULT_ARGS)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     output = result.stdout + result.stderr
     assert output.count("host gpu1, GPU 2: no uuid known") == 1, output[-3000:]

@@ -15,7 +15,7 @@ def test_all_filters_exposed():
         "k8s_minor", "k8s_supported_minor", "k8s_upgrade_needed", "k8s_network_errors", "k8s_topology_errors",
         "k8s_join_order", "k8s_upgrade_order", "k8s_reset_order", "k8s_feature_gates", "k8s_extra_args",
         "k8s_package_repo", "microk8s_merge_args", "microk8s_merge_env", "microk8s_enable_cdi",
-        "k8s_backend_apiserver_args", "k8s_authentication",
+        "k8s_backend_apiserver_args", "k8s_authentication", "k8s_cert_expiry",
     }
 
 

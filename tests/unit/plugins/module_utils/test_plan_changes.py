@@ -206,8 +206,18 @@ def live(obj, uid):
     return copied
 
 
+def unstamped(obj):
+    """``obj`` as applied before the collection labelled its objects."""
+    copied = copy.deepcopy(obj)
+    labels = copied.get("metadata", {}).get("labels") or {}
+    for label in (ownership.MANAGED_BY_LABEL, ownership.GENERATION_LABEL):
+        labels.pop(label, None)
+    return copied
+
+
 def cluster_of(plan, stamp=True, usage=None, workloads=(), pods=(), extra_nodes=()):
-    objects = ownership.stamp(plan["objects"], ownership.generation(plan["objects"])) if stamp else plan["objects"]
+    objects = (ownership.stamp(plan["objects"], ownership.generation(plan["objects"])) if stamp
+               else [unstamped(obj) for obj in plan["objects"]])
     objects = [live(obj, "uid-%d" % position) for position, obj in enumerate(objects)]
     for obj in objects:
         if obj["kind"] == "ClusterQueue" and usage and obj["metadata"]["name"] in usage:
