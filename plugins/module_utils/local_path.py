@@ -119,6 +119,14 @@ def manifests(mirrors: Optional[Mapping[str, Any]] = None, path: str = DEFAULT_P
                  "containers": [{"name": "helper-pod", "image": mirror_lib.mirror_image(HELPER_IMAGE, normal),
                                  "imagePullPolicy": "IfNotPresent"}]},
     }
+    node_paths = {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [str(path)]}]}
+    config = {
+        "config.json": json.dumps(node_paths, indent=2, sort_keys=True),
+        # Run in the helper pod with VOL_DIR set to the volume's directory.
+        "setup": '#!/bin/sh\nset -eu\nmkdir -m 0777 -p "$VOL_DIR"\n',
+        "teardown": '#!/bin/sh\nset -eu\nrm -rf "$VOL_DIR"\n',
+        "helperPod.yaml": yaml_text.dump(helper_pod),
+    }
     probe = {"httpGet": {"path": "/health", "port": "health"}}
     container = {
         "name": "local-path-provisioner", "image": mirror_lib.mirror_image(IMAGE, normal),
@@ -155,15 +163,7 @@ def manifests(mirrors: Optional[Mapping[str, Any]] = None, path: str = DEFAULT_P
          "metadata": {"name": "local-path-provisioner"},
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "local-path-provisioner"},
          "subjects": subject},
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": dict(in_namespace, name=CONFIG_MAP),
-         "data": {
-             "config.json": json.dumps({"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES",
-                                                          "paths": [str(path)]}]}, indent=2, sort_keys=True),
-             # Run in the helper pod with VOL_DIR set to the volume's directory.
-             "setup": '#!/bin/sh\nset -eu\nmkdir -m 0777 -p "$VOL_DIR"\n',
-             "teardown": '#!/bin/sh\nset -eu\nrm -rf "$VOL_DIR"\n',
-             "helperPod.yaml": yaml_text.dump(helper_pod),
-         }},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": dict(in_namespace, name=CONFIG_MAP), "data": config},
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": dict(in_namespace, name="local-path-provisioner"),
          "spec": {"replicas": 1, "selector": {"matchLabels": dict(_LABELS)},
                   "template": {"metadata": {"labels": dict(_LABELS)},
