@@ -324,11 +324,12 @@ def test_generated_claims_are_made_and_the_scheduler_finalizer_update_is_admitte
     _created(_create(info, _pod("training", name="claimer", queue="training", labels={
         "kueue.x-k8s.io/priority-class": "training"}, templates=["gpu-rtx-pro-6000"]), **tess))
     # The claim controller creates the pod's claim from the template (a CREATE the claim policy admits).
+    # Other pods of the namespace (earlier tests' Deployments) have generated claims of their own.
     claims = _wait_for("the generated claim", lambda: [
         c for c in _request(info, "GET", "/apis/resource.k8s.io/v1/namespaces/training/resourceclaims")[1]["items"]
-        if c["metadata"].get("annotations", {}).get("resource.kubernetes.io/pod-claim-name") == "gpu0"])
+        if c["metadata"].get("annotations", {}).get("resource.kubernetes.io/pod-claim-name") == "gpu0"
+        and [owner["name"] for owner in c["metadata"].get("ownerReferences", [])] == ["claimer"]])
     claim = claims[0]
-    assert claim["metadata"]["ownerReferences"][0]["name"] == "claimer"
     # kube-scheduler's PreBind: a plain Update adding its finalizer, as system:kube-scheduler.
     claim["metadata"].setdefault("finalizers", []).append("resource.kubernetes.io/delete-protection")
     status, body = _request(info, "PUT", "/apis/resource.k8s.io/v1/namespaces/training/resourceclaims/%s"
