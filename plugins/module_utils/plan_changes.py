@@ -20,32 +20,16 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values, ownership
+from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values, ownership, prune
 from ansible_collections.gpushare.cluster.plugins.module_utils.quotas import TEAM_LABEL
 
 CHANGES_VERSION = 1
 CLUSTER = "cluster"
 
-# apiVersion of every kind a plan holds (helm_values.KINDS_BY_ROLE is the home of the kinds;
-# a unit test keeps the two together). The live cluster is read kind by kind with these.
-API_VERSIONS = {
-    "Namespace": "v1",
-    "Role": "rbac.authorization.k8s.io/v1",
-    "RoleBinding": "rbac.authorization.k8s.io/v1",
-    "ClusterRole": "rbac.authorization.k8s.io/v1",
-    "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
-    "ValidatingAdmissionPolicy": "admissionregistration.k8s.io/v1",
-    "ValidatingAdmissionPolicyBinding": "admissionregistration.k8s.io/v1",
-    "DeviceClass": "resource.k8s.io/v1",
-    "ResourceClaimTemplate": "resource.k8s.io/v1",
-    "ResourceClaim": "resource.k8s.io/v1",
-    "ResourceFlavor": "kueue.x-k8s.io/v1beta2",
-    "Cohort": "kueue.x-k8s.io/v1beta2",
-    "ClusterQueue": "kueue.x-k8s.io/v1beta2",
-    "LocalQueue": "kueue.x-k8s.io/v1beta2",
-    "WorkloadPriorityClass": "kueue.x-k8s.io/v1beta2",
-}
-WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
+# apiVersion of every kind a plan holds (helm_values.KINDS_BY_ROLE is the home of the kinds,
+# prune.API_VERSIONS of their versions). The live cluster is read kind by kind with these.
+API_VERSIONS = {kind: prune.API_VERSIONS[kind] for kinds in helm_values.KINDS_BY_ROLE.values() for kind in kinds}
+WORKLOAD_API_VERSION = prune.WORKLOAD_API_VERSION
 # Node labels whose change repartitions or re-advertises a node's GPUs: the gpu_operator role
 # drains the node before it sets them (helm_values.relabel_steps decides the same way).
 DRAINING_LABELS = (helm_values.MIG_CONFIG_LABEL, helm_values.DEVICE_PLUGIN_CONFIG_LABEL)
