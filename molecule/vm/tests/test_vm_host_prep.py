@@ -4,6 +4,8 @@ import os
 import pathlib
 import re
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import ufw_rules
+
 SYSCTLS = {
     "net.ipv4.ip_forward": "1",
     "net.bridge.bridge-nf-call-iptables": "1",
@@ -65,6 +67,20 @@ def test_ufw_rules_in_the_kernel(host):
     forward = host.run("iptables -S ufw-user-forward")
     assert forward.rc == 0, forward.stderr
     assert re.search(r"^-A ufw-user-forward -s 10\.244\.0\.0/16 -j ACCEPT$", forward.stdout, re.M), forward.stdout
+
+
+def test_ufw_prints_the_rules_in_the_form_the_module_compares(host):
+    # gpushare.cluster.ufw_rules reads `ufw show added` once and adds only what is missing;
+    # that holds only if it writes each rule exactly as this ufw prints it (else every run
+    # would add the rules again and be slow, though still unchanged).
+    printed = ufw_rules.added(host.run("ufw show added").stdout)
+    for rule in ({"name": "OpenSSH"},
+                 {"port": "10250/tcp", "from_ip": "10.0.2.0/24"},
+                 {"port": "30000-32767/udp", "from_ip": "10.0.2.0/24"},
+                 {"from_ip": "10.244.0.0/16"},
+                 {"from_ip": "10.244.0.0/16", "route": True},
+                 {"to_ip": "10.96.0.0/12", "route": True}):
+        assert ufw_rules.command(rule) in printed, (rule, printed)
 
 
 def test_chrony_running(host):

@@ -188,7 +188,7 @@ class Renderer:
                 for part in ("block", "rescue", "always"):
                     self._walk(task.get(part) or [], conditions, task_local, out)
                 continue
-            module = next(k for k in task if "." in k and k.split(".")[0] in {"ansible", "community", "containers"})
+            module = next(k for k in task if "." in k and k.split(".")[0] in {"ansible", "community", "containers", "gpushare"})
             if module.endswith(("import_tasks", "include_tasks", "meta")):
                 continue
             if "loop" in task:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import ufw_rules
+
 from .host_layer_render import Renderer, by_name, debian_facts
 
 APPLY = "Apply the settings the running kernel does not have yet"
@@ -59,25 +61,34 @@ def test_only_the_sysctl_that_differs_is_applied():
 
 # --- Firewall: MicroK8s ports and the cluster's own networks -------------------------------
 
-def firewall_ports(renderer: Renderer, task_file: str, name: str, key: str) -> set:
-    return {str(item[key]) for item in by_name(renderer.tasks(task_file), name)["items"]}
+UFW_TASK = "Open the node's ports in ufw and route the pod and service networks"
+
+
+def ufw_commands(renderer: Renderer) -> list:
+    """The rules the role hands to ufw, as ufw itself prints them."""
+    return ufw_rules.commands(by_name(renderer.tasks("firewall_ufw.yml"), UFW_TASK)["args"]["rules"])
+
+
+def ufw_ports(renderer: Renderer) -> set:
+    return {rule["port"].split("/")[0].replace("-", ":")
+            for rule in by_name(renderer.tasks("firewall_ufw.yml"), UFW_TASK)["args"]["rules"] if "port" in rule}
 
 
 def test_microk8s_nodes_open_the_microk8s_ports_on_ufw():
     # microk8s.io/docs/services-and-ports: 16443 API server, 25000 cluster agent, 19001 dqlite.
     control_plane = vm(gpushare_kubernetes_distribution="microk8s", host_prep_firewall="configure",
                        host_prep_node_role="control_plane")
-    ports = firewall_ports(control_plane, "firewall_ufw.yml", "Allow the Kubernetes, CNI and monitoring ports", "port")
+    ports = ufw_ports(control_plane)
     assert {"16443", "25000", "19001", "10250"} <= ports
     assert "6443" not in ports and "2379:2380" not in ports
     worker = vm(gpushare_kubernetes_distribution="microk8s", host_prep_firewall="configure", host_prep_node_role="worker")
-    ports = firewall_ports(worker, "firewall_ufw.yml", "Allow the Kubernetes, CNI and monitoring ports", "port")
+    ports = ufw_ports(worker)
     assert {"25000", "10250", "30000:32767"} <= ports and "16443" not in ports
 
 
 def test_microk8s_is_the_default_distribution_like_the_playbooks():
     renderer = vm(host_prep_firewall="configure", host_prep_node_role="control_plane")
-    ports = firewall_ports(renderer, "firewall_ufw.yml", "Allow the Kubernetes, CNI and monitoring ports", "port")
+    ports = ufw_ports(renderer)
     assert "16443" in ports and "6443" not in ports
 
 
@@ -88,15 +99,26 @@ def test_microk8s_is_the_default_distribution_like_the_playbooks():
 def test_ufw_lets_in_and_routes_the_pod_and_service_networks(distribution, cidrs):
     renderer = vm(gpushare_kubernetes_distribution=distribution, host_prep_firewall="configure",
                   host_prep_firewall_sources=["192.0.2.0/24"])
-    tasks = renderer.tasks("firewall_ufw.yml")
-    allowed = by_name(tasks, "Let the pod and service networks in (pods reaching the API server, kubelet, DNS)")
-    assert [item["from_ip"] for item in allowed["items"]] == cidrs
-    assert all("port" not in item for item in allowed["items"])
-    routed = by_name(tasks, "Route the pod and service networks (ufw drops forwarded packets by default)")["items"]
-    assert {(item["from_ip"], item["to_ip"]) for item in routed} == {(c, "any") for c in cidrs} | {("any", c) for c in cidrs}
-    assert all(item["route"] is True for item in routed)
-    names = [task["name"] for task in tasks]
-    assert names.index("Route the pod and service networks (ufw drops forwarded packets by default)") < names.index("Enable ufw")
+    commands = ufw_commands(renderer)
+    # SSH first, before ufw is enabled (the module enables it after adding every rule).
+    assert commands[0] == "allow OpenSSH"
+    for cidr in cidrs:
+        assert f"allow from {cidr}" in commands
+        assert f"route allow from {cidr}" in commands
+        assert f"route allow to {cidr}" in commands
+    # The node's own ports only from the given sources, never from anywhere.
+    port_rules = [command for command in commands if " port " in command]
+    assert port_rules and all(command.startswith("allow from 192.0.2.0/24 to any port ") for command in port_rules)
+    assert "allow from 192.0.2.0/24 to any port 30000:32767 proto tcp" in commands
+    assert by_name(renderer.tasks("firewall_ufw.yml"), UFW_TASK)["args"]["enabled"] is True
+
+
+def test_ufw_ports_open_to_anywhere_without_sources():
+    renderer = vm(gpushare_kubernetes_distribution="kubeadm", host_prep_firewall="configure",
+                  host_prep_node_role="control_plane")
+    commands = ufw_commands(renderer)
+    assert "allow 6443/tcp" in commands and "allow 2379:2380/tcp" in commands
+    assert not [command for command in commands if command.startswith("allow from any")]
 
 
 def test_kubeadm_cidrs_from_the_inventory_are_trusted():
