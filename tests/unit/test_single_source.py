@@ -356,6 +356,5 @@ def test_rehearsal_go_modules_require_the_pinned_versions():
                "kwok": "sigs.k8s.io/kwok"}
     for component, module in modules.items():
         text = (REPO / "roles" / "rehearsal" / "files" / "go" / component / "go.mod").read_text(encoding="utf-8")
-        assert "require %s v%s\n" % (module, v.REHEARSAL_VERSIONS[component]) in text, \
-            "roles/rehearsal/files/go/%s/go.mod does not require %s v%s" % (component, module,
-                                                                           v.REHEARSAL_VERSIONS[component])
+        required = "require %s v%s" % (module, v.REHEARSAL_VERSIONS[component])
+        assert required + "\n" in text, "roles/rehearsal/files/go/%s/go.mod: no %r" % (component, required)
