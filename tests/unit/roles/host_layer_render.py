@@ -1,7 +1,8 @@
 """Render the host layer roles (host_prep, gpu_host_driver, containerd) without a host.
 
 Builds the variables a play would see on a host with the given facts -- the role's
-defaults, ``vars/main.yml`` and the OS layers in the order ``tasks/facts.yml`` loads them --
+defaults, ``vars/main.yml`` and the OS layers in the order the shared loader loads them
+(roles/host_steps/tasks/os_vars.yml, which ``tasks/facts.yml`` includes; the renderer follows such includes) --
 and renders the role's own templates and task arguments with Ansible's templating engine.
 That is how the RedHat-family files are exercised here, where no Rocky host exists.
 """
@@ -21,6 +22,8 @@ from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 ROLES = REPO_ROOT / "roles"
+# Private roles whose steps the host roles include (tasks_from): the renderer follows them.
+PRIVATE_ROLES = ("gpushare.cluster.host_steps", "gpushare.cluster.kubernetes_steps")
 
 
 def _install_collection_loader() -> None:
@@ -97,6 +100,7 @@ def role_vars(role: str, facts: dict[str, Any], extra: dict[str, Any] | None = N
         f"{facts['os_family']}_{facts['distribution_major_version']}",
         facts["distribution"],
         f"{facts['distribution']}_{facts['distribution_major_version']}",
+        f"{facts['distribution']}_{facts.get('distribution_version', '')}",
     ]
     for layer in layers:
         variables.update(_trusted(_load(base / "vars" / f"{layer}.yml") or {}))
@@ -190,6 +194,15 @@ class Renderer:
                 continue
             module = next(k for k in task if "." in k and k.split(".")[0] in {"ansible", "community", "containers", "gpushare"})
             if module.endswith(("import_tasks", "include_tasks", "meta")):
+                continue
+            if module.endswith("include_role") and task[module]["name"] in PRIVATE_ROLES:
+                # A private role's step (tasks_from), with its defaults under the include's vars.
+                private = ROLES / task[module]["name"].split(".")[-1]
+                private_local = {**dict(_trusted(_load(private / "defaults" / "main.yml") or {})), **task_local,
+                                 "ansible_parent_role_paths": [str(ROLES / self.role)]}
+                steps = yaml.safe_load((private / "tasks" / f"{task[module]['tasks_from']}.yml").read_text()) or []
+                if self._holds(conditions, task_local):
+                    self._walk(steps, [], private_local, out)
                 continue
             if "loop" in task:
                 if not self._holds(inherited, task_local):

@@ -22,6 +22,21 @@ def collections_dir() -> str:
     return os.environ["GPUSHARE_COLLECTIONS_PATH"]
 
 
+FAKE_KUBERNETES = Path(__file__).resolve().parents[1] / "fixtures" / "addons" / "fake_kubernetes"
+
+
+def run_on_fake_cluster(tmp: Path, playbook: Path, state: Path, args=()) -> tuple[subprocess.CompletedProcess, dict]:
+    """ansible-playbook `playbook` with the kubernetes.core stand-ins first on the collections
+    path, over the fake cluster in the JSON file `state`; returns the run and the cluster after it."""
+    env = dict(os.environ, GPUSHARE_FAKE_CLUSTER=str(state), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=f"{FAKE_KUBERNETES}:{collections_dir()}",
+               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+               ANSIBLE_HOME=str(tmp / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-local"))
+    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), *args], env=env,
+                            capture_output=True, text=True, timeout=300, check=False)
+    return result, json.loads(state.read_text())
+
+
 def render(tmp: Path, role: str, hosts: dict, group_vars: dict, extra_vars: dict | None = None,
            expect_failure: bool = False) -> subprocess.CompletedProcess:
     """hosts: {name: {"group": ... or "groups": [...], "os": "ubuntu-24.04"|"rocky-9", "facts": {...}, "vars": {...}}}."""

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from .k8s_render import collections_dir
+from .k8s_render import collections_dir, run_on_fake_cluster
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "addons"
 FAKE = FIXTURES / "fake_kubernetes"
@@ -85,14 +85,8 @@ def run_relabel(tmp: Path, mig_result: str, change=None, extra_vars=None, args=(
         "tasks": [{"name": "Relabel",
                    "ansible.builtin.include_role": {"name": "gpushare.cluster.gpu_operator", "tasks_from": "relabel"}}],
     }]))
-    env = dict(os.environ, GPUSHARE_FAKE_CLUSTER=str(state), ANSIBLE_NOCOLOR="1",
-               # the stand-ins come first, so kubernetes.core.* resolves to them
-               ANSIBLE_COLLECTIONS_PATH=f"{FAKE}:{collections_dir()}",
-               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-               ANSIBLE_HOME=str(tmp / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-local"))
-    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), *args], env=env,
-                            capture_output=True, text=True, timeout=300, check=False)
-    return result, json.loads(state.read_text())
+    # the stand-ins come first, so kubernetes.core.* resolves to them
+    return run_on_fake_cluster(tmp, playbook, state, args)
 
 
 def steps(calls):

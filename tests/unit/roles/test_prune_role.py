@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
@@ -25,10 +22,9 @@ import yaml
 from ansible_collections.gpushare.cluster.plugins.module_utils import ownership, prune
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
 
-from .k8s_render import collections_dir
+from .k8s_render import run_on_fake_cluster
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-FAKE = FIXTURES / "addons" / "fake_kubernetes"
 INVENTORY = yaml.safe_load((FIXTURES / "inventories" / "four_gpu_example.yml").read_text())
 
 
@@ -61,13 +57,7 @@ def run_prune(tmp: Path, objects, args=()):
         "tasks": [{"name": "Prune", "ansible.builtin.include_role": {"name": "gpushare.cluster.prune"},
                    "vars": {"prune_role": "kueue"}}],
     }]))
-    env = dict(os.environ, GPUSHARE_FAKE_CLUSTER=str(state), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=f"{FAKE}:{collections_dir()}",
-               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-               ANSIBLE_HOME=str(tmp / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-local"))
-    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(playbook), *args], env=env,
-                            capture_output=True, text=True, timeout=300, check=False)
-    return result, json.loads(state.read_text())
+    return run_on_fake_cluster(tmp, playbook, state, args)
 
 
 def _names(objects):
