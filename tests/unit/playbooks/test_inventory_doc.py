@@ -46,6 +46,9 @@ def render_role_section() -> str:
     for spec_file in sorted(REPO_ROOT.glob("roles/*/meta/argument_specs.yml")):
         role = spec_file.parts[-3]
         specs = (yaml.safe_load(spec_file.read_text(encoding="utf-8")) or {}).get("argument_specs") or {}
+        if str((specs.get("main") or {}).get("short_description", "")).startswith("Internal only"):
+            # host_steps, kubernetes_steps: steps other roles include; nothing to set in an inventory.
+            continue
         options = {}
         for entry in specs.values():
             for name, option in ((entry or {}).get("options") or {}).items():
