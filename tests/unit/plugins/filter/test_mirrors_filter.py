@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpushare.cluster.plugins.filter.mirrors import FilterModule
+from ansible_collections.gpushare.cluster.plugins.filter import mirror_sync, mirrors
 
-FILTERS = FilterModule().filters()
+FILTERS = dict(mirrors.FilterModule().filters(), **mirror_sync.FilterModule().filters())
 MIRRORS = {"registry": "registry.internal:5000", "apt": {"kubernetes": "http://mirror.internal/k8s"},
            "helm": {"dir": "/srv/charts"}, "files": "http://mirror.internal/files"}
 
@@ -30,9 +30,6 @@ def test_filters_rewrite_locations():
     assert FILTERS["mirror_file_url"]("https://get.helm.sh/helm-v3.19.0-linux-amd64.tar.gz", MIRRORS) == \
         "http://mirror.internal/files/helm-v3.19.0-linux-amd64.tar.gz"
     assert FILTERS["mirror_proxy_env"]({"https": "http://p:3128"}, ["10.0.0.0/8"])["NO_PROXY"] == "10.0.0.0/8"
-    assert FILTERS["mirror_driver_image"]("rocky9", "595.91.07") == "nvcr.io/nvidia/driver:595.91.07-rocky9"
-    assert FILTERS["mirror_upstream_hosts"]("a: quay.io/x\nb: r.internal/x") == \
-        [{"line": 1, "host": "quay.io", "text": "a: quay.io/x"}]
 
 
 def test_manifest_filter_returns_plain_data():
@@ -44,7 +41,6 @@ def test_manifest_filter_returns_plain_data():
 @pytest.mark.parametrize("call", [
     lambda: FILTERS["mirror_image"]("nvcr.io//x", MIRRORS),
     lambda: FILTERS["mirror_validate"]({"registry": "https://r"}, {"http": "p:3128"}),
-    lambda: FILTERS["mirror_driver_os_tag"]("Debian", "12", "gpu1"),
     lambda: FILTERS["mirror_manifest"]({"distribution": "k3s", "driver_os": ["ubuntu24.04"]}),
     lambda: FILTERS["mirror_sync_plan"]({"images": []}, "docker"),
 ])
