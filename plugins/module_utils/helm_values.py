@@ -479,7 +479,7 @@ def dra_driver_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> D
         "gpuResourcesEnabledOverride": True,
         "image": {
             "repository": mirrors_lib.mirror_repository("registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu",
-                                            settings.get("mirrors")),
+                                                        settings.get("mirrors")),
             "tag": str(settings.get("version", "v0.4.1")),
         },
         "resources": {"gpus": {"enabled": True},

@@ -78,3 +78,21 @@ def test_fqcn_in_a_playbook(tmp_path: Path):
     output = json.loads(result.stdout)
     msg = output["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"]
     assert msg == "registry.internal:5000/prometheus/prometheus:v3"
+
+
+def test_hosts_toml_sends_pulls_to_the_mirror():
+    text = FILTERS["mirror_hosts_toml"]("nvcr.io", {"registry": "registry.internal:5000"})
+    assert text.splitlines()[0] == 'server = "https://registry.internal:5000"'
+    assert '[host."https://registry.internal:5000"]' in text
+    assert FILTERS["mirror_hosts_toml"]("nvcr.io", {}) is None
+
+
+def test_missing_images_keeps_the_steps_the_mirror_lacks():
+    steps = [{"image": "a", "check": ["skopeo", "inspect"], "commands": [["skopeo", "copy"]]},
+             {"image": "b", "check": ["skopeo", "inspect"], "commands": [["skopeo", "copy"]]},
+             {"image": "c", "check": ["skopeo", "list-tags"], "expect": "v2", "commands": [["skopeo", "copy"]]},
+             {"image": "d", "check": ["skopeo", "list-tags"], "expect": "v1", "commands": [["skopeo", "copy"]]}]
+    probes = [{"rc": 0, "stdout": "{}", "item": steps[0]}, {"rc": 1, "stdout": "", "item": steps[1]},
+              {"rc": 0, "stdout": "NAME TAG\nrepo v1", "item": steps[2]},
+              {"rc": 0, "stdout": "NAME TAG\nrepo v1", "item": steps[3]}]
+    assert [step["image"] for step in FILTERS["mirror_missing_images"](probes)] == ["b", "c"]
