@@ -27,13 +27,13 @@ def _plan(name):
 
 def test_plan_objects_keeps_the_roles_kinds_in_plan_order():
     plan = _plan("plan_example.yml")
+    queue_kinds = {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass"}
     kueue = FILTERS["plan_objects"](plan, "kueue")
-    assert kueue and {obj["kind"] for obj in kueue} <= {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue",
-                                                         "WorkloadPriorityClass"}
-    order = [obj for obj in plan["objects"] if obj in kueue]
-    assert kueue == order
+    assert kueue == [obj for obj in plan["objects"] if obj["kind"] in queue_kinds]
+    assert {obj["kind"] for obj in kueue} == queue_kinds
     assert {obj["kind"] for obj in FILTERS["plan_objects"](plan, "dra_driver")} == {
         "DeviceClass", "ResourceClaim", "ResourceClaimTemplate"}
+    assert "Namespace" in {obj["kind"] for obj in FILTERS["plan_objects"](plan, "tenancy")}
 
 
 @pytest.mark.parametrize("plan, role, message", [
