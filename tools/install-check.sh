@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the built collection tarball into a scratch path and prove it is usable: the
-# tarball holds no tests, Molecule or build output, and ansible-doc lists its plugins.
+# tarball holds no tests, Molecule or build output, and ansible-doc lists its plugins: every
+# module, and every filter with its documentation (not UNDOCUMENTED).
 set -euo pipefail
 
 tarball=$1
@@ -27,3 +28,24 @@ for module in ${expected}; do
   }
 done
 echo "install-check: $(wc -w <<<"${expected}") modules listed from the installed tarball"
+
+# Every filter the installed filter plugins define, by importing them from the scratch path.
+filters=$(cd "${scratch}" && PYTHONPATH="${scratch}" "${top}/.venv/bin/python" - <<'PY'
+import importlib
+import pathlib
+for path in sorted(pathlib.Path("ansible_collections/gpushare/cluster/plugins/filter").glob("*.py")):
+    if path.name != "__init__.py":
+        module = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter." + path.stem)
+        print("\n".join(sorted(module.FilterModule().filters())))
+PY
+)
+filter_listing=$(ANSIBLE_COLLECTIONS_PATH="${scratch}" "${top}/.venv/bin/ansible-doc" -t filter -l gpushare.cluster)
+for filter in ${filters}; do
+  line=$(grep "^gpushare\.cluster\.${filter}\s" <<<"${filter_listing}" || true)
+  if [ -z "${line}" ] || grep -q "UNDOCUMENTED" <<<"${line}"; then
+    echo "install-check: filter ${filter} missing or undocumented in ansible-doc -t filter -l gpushare.cluster" >&2
+    exit 1
+  fi
+  ANSIBLE_COLLECTIONS_PATH="${scratch}" "${top}/.venv/bin/ansible-doc" -t filter "gpushare.cluster.${filter}" >/dev/null
+done
+echo "install-check: $(wc -w <<<"${filters}") filters documented in the installed tarball"

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters exposing the GPU catalog and memory quantities to playbooks and templates.
+"""Filters exposing the GPU catalog to playbooks and templates (plugins/module_utils/gpu_catalog.py);
+documented in gpu_model.yml, gpu_model_key.yml and mig_profile.yml.
 
 - ``'0x2330' | gpushare.cluster.gpu_model`` -> the catalog entry as a dict (key,
   product_names, device_ids, memory_mib, architecture, mig_capable, placement_units,
@@ -9,7 +10,6 @@
   starts, size, media, unconfirmed}]).
 - ``'NVIDIA H100 80GB HBM3' | gpushare.cluster.gpu_model_key`` -> ``'H100-80GB'``.
 - ``'H100-80GB' | gpushare.cluster.mig_profile('3g.40gb')`` -> one profile dict.
-- ``'10Gi' | gpushare.cluster.memory_mib`` -> ``10240``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from dataclasses import asdict
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
-from ansible_collections.gpushare.cluster.plugins.module_utils.quantities import parse_memory_mib
 
 
 def _profile_dict(profile):
@@ -73,14 +72,6 @@ def mig_profile(value, name):
         raise AnsibleFilterError(str(error)) from error
 
 
-def memory_mib(value):
-    """A memory quantity ('10Gi', '40GB', 512) in MiB."""
-    try:
-        return parse_memory_mib(value)
-    except ValueError as error:
-        raise AnsibleFilterError(str(error)) from error
-
-
 class FilterModule:
     """GPU catalog filters."""
 
@@ -89,5 +80,4 @@ class FilterModule:
             "gpu_model": gpu_model,
             "gpu_model_key": gpu_model_key,
             "mig_profile": mig_profile,
-            "memory_mib": memory_mib,
         }

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that point every download at the mirrors of ``gpushare_mirrors``.
+"""Filters that point every download at the mirrors of ``gpushare_mirrors`` (plugins/module_utils/mirrors.py);
+documented in one <name>.yml per filter.
 
 Examples (roles pass the inventory settings explicitly):
   "{{ 'nvcr.io/nvidia/driver:595.91.07-ubuntu24.04' | gpushare.cluster.mirror_image(gpushare_mirrors) }}"
@@ -12,7 +13,6 @@ Examples (roles pass the inventory settings explicitly):
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirror_manifest
 from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
@@ -32,18 +32,6 @@ def mirror_validate(mirror_settings, proxy=None):
     return mirrors.validate(mirror_settings, proxy)
 
 
-def mirror_driver_image(os_tag, driver_version, precompiled=False, kernel=None,
-                        repository="nvcr.io/nvidia/driver", host=None):
-    """``'ubuntu24.04' | mirror_driver_image('595.91.07')`` -> the driver image reference."""
-    return mirrors.driver_image(driver_version, os_tag, precompiled, kernel, repository, host)["image"]
-
-
-def mirror_upstream_hosts(text, hosts=None):
-    """Upstream hosts named in a text, as ``[{line, host, text}]`` (empty when clean)."""
-    return [{"line": line, "host": host, "text": found}
-            for line, host, found in mirrors.upstream_hosts_in(text, hosts)]
-
-
 class FilterModule:
     """gpushare.cluster mirror filters."""
 
@@ -54,16 +42,7 @@ class FilterModule:
             "mirror_url": _wrap(mirror_url),
             "mirror_chart": _wrap(mirror_chart),
             "mirror_file_url": _wrap(mirrors.file_url),
-            "mirror_snap": _wrap(mirrors.snap_settings),
             "mirror_proxy_env": _wrap(mirrors.proxy_env),
             "mirror_hosts_toml": _wrap(mirrors.containerd_hosts_toml),
             "mirror_validate": _wrap(mirror_validate),
-            "mirror_driver_os_tag": _wrap(mirrors.driver_os_tag),
-            "mirror_driver_image": _wrap(mirror_driver_image),
-            "mirror_upstream_hosts": _wrap(mirror_upstream_hosts),
-            "mirror_manifest": _wrap(mirror_manifest.build_manifest),
-            "mirror_images_in": _wrap(mirror_manifest.images_in),
-            "mirror_uncovered_images": _wrap(mirror_manifest.uncovered_images),
-            "mirror_sync_plan": _wrap(mirror_manifest.sync_plan),
-            "mirror_missing_images": _wrap(mirror_manifest.missing_images),
         }

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over what applying a plan changes (plugins/module_utils/plan_changes.py)."""
+"""Filters over what applying a plan changes (plugins/module_utils/plan_changes.py); documented in
+plan_change_refusals.yml."""
 
 from __future__ import annotations
 

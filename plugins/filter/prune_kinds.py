@@ -33,7 +33,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: "C({api_version, kind}) per kind, the role's own first."
+  description: "C({api_version, kind, label_selectors}) per kind, the role's own first; the selector keeps the
+    listing to the collection's objects (C(app.kubernetes.io/managed-by=gpushare.cluster))."
   type: list
   elements: dict
 """

@@ -126,13 +126,6 @@ def _check_plan(plan: Any) -> Mapping[str, Any]:
     return plan
 
 
-# --- mirrors ---------------------------------------------------------------------------
-# Image repositories and chart locations are rewritten by the collection's mirrors
-# module, so every role points at a mirror the same way.
-mirror_repository = mirrors_lib.mirror_repository
-chart_source = mirrors_lib.chart_location
-
-
 # --- plan helpers ---------------------------------------------------------------------
 
 def objects_for(plan: Mapping[str, Any], role: str) -> List[Dict[str, Any]]:
@@ -392,28 +385,28 @@ def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
     mirrors = settings.get("mirrors") or {}
     nvcr = "nvcr.io/nvidia"
     values: Dict[str, Any] = {
-        "operator": {"repository": mirror_repository(nvcr, mirrors)},
-        "validator": {"repository": mirror_repository(nvcr, mirrors)},
+        "operator": {"repository": mirrors_lib.mirror_repository(nvcr, mirrors)},
+        "validator": {"repository": mirrors_lib.mirror_repository(nvcr, mirrors)},
         "cdi": {"enabled": True},
         "mig": {"strategy": "mixed"},
         "driver": {
             "enabled": bool(settings.get("driver_enabled", True)),
-            "repository": mirror_repository(nvcr, mirrors),
-            "manager": {"repository": mirror_repository(f"{nvcr}/cloud-native", mirrors)},
+            "repository": mirrors_lib.mirror_repository(nvcr, mirrors),
+            "manager": {"repository": mirrors_lib.mirror_repository(f"{nvcr}/cloud-native", mirrors)},
         },
-        "toolkit": {"enabled": True, "repository": mirror_repository(f"{nvcr}/k8s", mirrors),
+        "toolkit": {"enabled": True, "repository": mirrors_lib.mirror_repository(f"{nvcr}/k8s", mirrors),
                     "env": copy.deepcopy(TOOLKIT_ENV)},
-        "devicePlugin": {"repository": mirror_repository(nvcr, mirrors)},
-        "dcgm": {"repository": mirror_repository(f"{nvcr}/cloud-native", mirrors)},
+        "devicePlugin": {"repository": mirrors_lib.mirror_repository(nvcr, mirrors)},
+        "dcgm": {"repository": mirrors_lib.mirror_repository(f"{nvcr}/cloud-native", mirrors)},
         "dcgmExporter": {
             "enabled": True,
-            "repository": mirror_repository(f"{nvcr}/k8s", mirrors),
+            "repository": mirrors_lib.mirror_repository(f"{nvcr}/k8s", mirrors),
             "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": False},
         },
-        "gfd": {"repository": mirror_repository(nvcr, mirrors)},
+        "gfd": {"repository": mirrors_lib.mirror_repository(nvcr, mirrors)},
         "migManager": {
             "enabled": True,
-            "repository": mirror_repository(f"{nvcr}/cloud-native", mirrors),
+            "repository": mirrors_lib.mirror_repository(f"{nvcr}/cloud-native", mirrors),
             "config": {
                 "create": True,
                 "name": settings.get("mig_config_name", "gpushare-mig-parted-config"),
@@ -421,9 +414,9 @@ def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
                 "data": {"config.yaml": yaml_text.dump(mig_parted_config(plan))},
             },
         },
-        "nodeStatusExporter": {"repository": mirror_repository(nvcr, mirrors)},
+        "nodeStatusExporter": {"repository": mirrors_lib.mirror_repository(nvcr, mirrors)},
         "node-feature-discovery": {
-            "image": {"repository": mirror_repository("registry.k8s.io/nfd/node-feature-discovery", mirrors)},
+            "image": {"repository": mirrors_lib.mirror_repository("registry.k8s.io/nfd/node-feature-discovery", mirrors)},
         },
     }
     if settings.get("dcgm_metrics_csv"):
@@ -485,8 +478,8 @@ def dra_driver_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> D
         "nvidiaDriverRoot": "/run/nvidia/driver" if settings.get("operator_driver", True) else "/",
         "gpuResourcesEnabledOverride": True,
         "image": {
-            "repository": mirror_repository("registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu",
-                                            settings.get("mirrors")),
+            "repository": mirrors_lib.mirror_repository("registry.k8s.io/dra-driver-nvidia/dra-driver-nvidia-gpu",
+                                                        settings.get("mirrors")),
             "tag": str(settings.get("version", "v0.4.1")),
         },
         "resources": {"gpus": {"enabled": True},
@@ -536,7 +529,7 @@ def kueue_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[s
         "controllerManager": {
             "manager": {
                 "image": {
-                    "repository": mirror_repository("registry.k8s.io/kueue/kueue", settings.get("mirrors")),
+                    "repository": mirrors_lib.mirror_repository("registry.k8s.io/kueue/kueue", settings.get("mirrors")),
                     "tag": "v" + str(settings.get("version", "0.19.2")).lstrip("v"),
                     "pullPolicy": "IfNotPresent",
                 },

@@ -35,4 +35,7 @@ def filter_from(function):
             raise AnsibleFilterError(str(error)) from error
     wrapper.__name__ = function.__name__
     wrapper.__doc__ = function.__doc__
+    # inspect.signature follows __wrapped__, so the documentation test can hold each filter's
+    # documented options against the function's parameters.
+    wrapper.__wrapped__ = function
     return wrapper

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpushare.cluster.plugins.filter.gpu_catalog import FilterModule
+from ansible_collections.gpushare.cluster.plugins.filter import gpu_catalog, quantities
 
-FILTERS = FilterModule().filters()
+FILTERS = dict(gpu_catalog.FilterModule().filters(), **quantities.FilterModule().filters())
 
 
 def test_gpu_model_by_device_id():

@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpushare.cluster.plugins.filter.kubernetes import FilterModule
+from ansible_collections.gpushare.cluster.plugins.filter import access, certificates, k8s_args, k8s_topology, k8s_versions, microk8s_args
 
-FILTERS = FilterModule().filters()
+FILTERS = {}
+for _module in (access, certificates, k8s_args, k8s_topology, k8s_versions, microk8s_args):
+    FILTERS.update(_module.FilterModule().filters())
 
 
 def test_all_filters_exposed():
@@ -15,7 +17,7 @@ def test_all_filters_exposed():
         "k8s_minor", "k8s_supported_minor", "k8s_upgrade_needed", "k8s_network_errors", "k8s_topology_errors",
         "k8s_join_order", "k8s_upgrade_order", "k8s_reset_order", "k8s_feature_gates", "k8s_extra_args",
         "k8s_package_repo", "microk8s_merge_args", "microk8s_merge_env", "microk8s_enable_cdi",
-        "k8s_backend_apiserver_args", "k8s_authentication", "k8s_cert_expiry",
+        "k8s_backend_apiserver_args", "k8s_authentication", "k8s_cert_expiry", "team_login",
     }
 
 

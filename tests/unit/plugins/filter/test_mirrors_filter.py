@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpushare.cluster.plugins.filter.mirrors import FilterModule
+from ansible_collections.gpushare.cluster.plugins.filter import mirror_sync, mirrors
 
-FILTERS = FilterModule().filters()
+FILTERS = dict(mirrors.FilterModule().filters(), **mirror_sync.FilterModule().filters())
 MIRRORS = {"registry": "registry.internal:5000", "apt": {"kubernetes": "http://mirror.internal/k8s"},
            "helm": {"dir": "/srv/charts"}, "files": "http://mirror.internal/files"}
 
@@ -30,9 +30,6 @@ def test_filters_rewrite_locations():
     assert FILTERS["mirror_file_url"]("https://get.helm.sh/helm-v3.19.0-linux-amd64.tar.gz", MIRRORS) == \
         "http://mirror.internal/files/helm-v3.19.0-linux-amd64.tar.gz"
     assert FILTERS["mirror_proxy_env"]({"https": "http://p:3128"}, ["10.0.0.0/8"])["NO_PROXY"] == "10.0.0.0/8"
-    assert FILTERS["mirror_driver_image"]("rocky9", "595.91.07") == "nvcr.io/nvidia/driver:595.91.07-rocky9"
-    assert FILTERS["mirror_upstream_hosts"]("a: quay.io/x\nb: r.internal/x") == \
-        [{"line": 1, "host": "quay.io", "text": "a: quay.io/x"}]
 
 
 def test_manifest_filter_returns_plain_data():
@@ -44,7 +41,6 @@ def test_manifest_filter_returns_plain_data():
 @pytest.mark.parametrize("call", [
     lambda: FILTERS["mirror_image"]("nvcr.io//x", MIRRORS),
     lambda: FILTERS["mirror_validate"]({"registry": "https://r"}, {"http": "p:3128"}),
-    lambda: FILTERS["mirror_driver_os_tag"]("Debian", "12", "gpu1"),
     lambda: FILTERS["mirror_manifest"]({"distribution": "k3s", "driver_os": ["ubuntu24.04"]}),
     lambda: FILTERS["mirror_sync_plan"]({"images": []}, "docker"),
 ])
@@ -82,3 +78,21 @@ def test_fqcn_in_a_playbook(tmp_path: Path):
     output = json.loads(result.stdout)
     msg = output["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"]
     assert msg == "registry.internal:5000/prometheus/prometheus:v3"
+
+
+def test_hosts_toml_sends_pulls_to_the_mirror():
+    text = FILTERS["mirror_hosts_toml"]("nvcr.io", {"registry": "registry.internal:5000"})
+    assert text.splitlines()[0] == 'server = "https://registry.internal:5000"'
+    assert '[host."https://registry.internal:5000"]' in text
+    assert FILTERS["mirror_hosts_toml"]("nvcr.io", {}) is None
+
+
+def test_missing_images_keeps_the_steps_the_mirror_lacks():
+    steps = [{"image": "a", "check": ["skopeo", "inspect"], "commands": [["skopeo", "copy"]]},
+             {"image": "b", "check": ["skopeo", "inspect"], "commands": [["skopeo", "copy"]]},
+             {"image": "c", "check": ["skopeo", "list-tags"], "expect": "v2", "commands": [["skopeo", "copy"]]},
+             {"image": "d", "check": ["skopeo", "list-tags"], "expect": "v1", "commands": [["skopeo", "copy"]]}]
+    probes = [{"rc": 0, "stdout": "{}", "item": steps[0]}, {"rc": 1, "stdout": "", "item": steps[1]},
+              {"rc": 0, "stdout": "NAME TAG\nrepo v1", "item": steps[2]},
+              {"rc": 0, "stdout": "NAME TAG\nrepo v1", "item": steps[3]}]
+    assert [step["image"] for step in FILTERS["mirror_missing_images"](probes)] == ["b", "c"]

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values as hv
+from ansible_collections.gpushare.cluster.plugins.module_utils.mirrors import chart_location
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "addons"
 
@@ -87,12 +88,12 @@ def test_mirrors_rewrite_images_and_charts(dra_plan):
     dra = hv.dra_driver_values(dra_plan, {"mirrors": mirrors})
     assert dra["image"]["repository"] == "k8s.mirror.example/dra-driver-nvidia/dra-driver-nvidia-gpu"
     assert hv.monitoring_values({"mirrors": mirrors})["global"]["imageRegistry"] == "mirror.example:5000"
-    assert hv.chart_source("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts",
-                           {"helm": {"dir": "/srv/charts"}})["chart_ref"] == "/srv/charts/kueue-0.19.2.tgz"
-    oci = hv.chart_source("gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia",
-                          {"helm": {"oci": "oci://mirror.example/charts"}})
+    assert chart_location("kueue", "0.19.2", "oci://registry.k8s.io/kueue/charts",
+                          {"helm": {"dir": "/srv/charts"}})["chart_ref"] == "/srv/charts/kueue-0.19.2.tgz"
+    oci = chart_location("gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia",
+                         {"helm": {"oci": "oci://mirror.example/charts"}})
     assert (oci["chart_ref"], oci["chart_version"]) == ("oci://mirror.example/charts/gpu-operator", "v26.7.0")
-    upstream = hv.chart_source("gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia", {})
+    upstream = chart_location("gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia", {})
     assert (upstream["chart_ref"], upstream["chart_repo_url"]) == ("gpu-operator", "https://helm.ngc.nvidia.com/nvidia")
 
 
