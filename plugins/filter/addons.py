@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

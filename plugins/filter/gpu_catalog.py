@@ -18,8 +18,8 @@ from dataclasses import asdict
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
-from ansible_collections.gpushare.cluster.plugins.module_utils.quantities import parse_memory_mib
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.quantities import parse_memory_mib
 
 
 def _profile_dict(profile):

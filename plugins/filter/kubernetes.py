@@ -5,7 +5,10 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import cert_expiry, k8s_topology, microk8s_args, team_access
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import cert_expiry
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import topology as k8s_topology
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import microk8s_args
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import team_access
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

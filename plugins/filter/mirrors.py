@@ -12,8 +12,8 @@ Examples (roles pass the inventory settings explicitly):
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirror_manifest
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors
+from ansible_collections.gpushare.cluster.plugins.module_utils.airgap import manifest as mirror_manifest
+from ansible_collections.gpushare.cluster.plugins.module_utils.sources import mirrors
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

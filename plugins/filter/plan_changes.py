@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import plan_changes
+from ansible_collections.gpushare.cluster.plugins.module_utils.changes import plan_changes
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

@@ -38,7 +38,7 @@ _value:
   elements: dict
 """
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import prune
+from ansible_collections.gpushare.cluster.plugins.module_utils.changes import prune
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

@@ -113,7 +113,7 @@ _value:
       type: str
 """
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import prune
+from ansible_collections.gpushare.cluster.plugins.module_utils.changes import prune
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

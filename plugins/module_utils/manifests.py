@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import yaml_text
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import yaml_text
 
 # (kind, layer) in apply order.
 KIND_ORDER = (

@@ -220,19 +220,19 @@ from datetime import datetime
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import names
-from ansible_collections.gpushare.cluster.plugins.module_utils.prometheus_client import (
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import names
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.prometheus import (
     PrometheusClient,
     PrometheusError,
 )
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_advice import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.advice import (
     AdviceThresholds,
     expand_gpus,
     propose,
     summary_lines,
 )
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_report_html import render_page
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_figures import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.report_html import render_page
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.figures import (
     RANGE_SERIES,
     UsageDataError,
     choose_step,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values as hv
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values as hv
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "addons"
 

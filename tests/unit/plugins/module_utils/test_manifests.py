@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import manifests
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirror_manifest as mm
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as m
+from ansible_collections.gpushare.cluster.plugins.module_utils.airgap import manifest as mm
+from ansible_collections.gpushare.cluster.plugins.module_utils.sources import mirrors as m
 
 MIRRORS = {"registry": "registry.internal:5000", "registries": {"nvcr.io": "nv.internal/nvcr"},
            "helm": {"oci": "oci://registry.internal:5000/charts"},
