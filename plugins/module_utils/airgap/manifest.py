@@ -25,22 +25,26 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import local_path
 from ansible_collections.gpushare.cluster.plugins.module_utils.sources import mirrors as mirror_lib
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import versions
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 
 MANIFEST_VERSION = 1
 
-# Pinned chart versions (DESIGN "Versions") and where upstream publishes them.
+# Pinned chart versions (the pins of _common/versions.py) and where upstream publishes them.
+_PINS = versions.CHART_VERSIONS
 CHARTS: Dict[str, Dict[str, str]] = {
-    "gpu-operator": {"version": "v26.7.0", "repository": "https://helm.ngc.nvidia.com/nvidia"},
-    "dra-driver-nvidia-gpu": {"version": "0.4.1", "repository": "oci://registry.k8s.io/dra-driver-nvidia/charts"},
-    "kueue": {"version": "0.19.2", "repository": "oci://registry.k8s.io/kueue/charts"},
-    "kube-prometheus-stack": {"version": "88.5.3",
+    "gpu-operator": {"version": _PINS["gpu_operator_version"], "repository": "https://helm.ngc.nvidia.com/nvidia"},
+    "dra-driver-nvidia-gpu": {"version": _PINS["dra_driver_version"].lstrip("v"),
+                              "repository": "oci://registry.k8s.io/dra-driver-nvidia/charts"},
+    "kueue": {"version": _PINS["kueue_version"], "repository": "oci://registry.k8s.io/kueue/charts"},
+    "kube-prometheus-stack": {"version": _PINS["monitoring_version"],
                               "repository": "https://prometheus-community.github.io/helm-charts"},
-    "tigera-operator": {"version": "v3.32.0", "repository": "https://docs.tigera.io/calico/charts"},
-    "cilium": {"version": "1.18.0", "repository": "https://helm.cilium.io/"},
+    "tigera-operator": {"version": _PINS["kubeadm_calico_chart_version"], "repository": "https://docs.tigera.io/calico/charts"},
+    "cilium": {"version": _PINS["kubeadm_cilium_chart_version"], "repository": "https://helm.cilium.io/"},
 }
 
 GPU_OPERATOR_DRIVER_VERSION = "595.91.07"
-HELM_VERSION = "v3.19.0"
+HELM_VERSION = versions.CHART_VERSIONS["kubernetes_common_helm_version"]
 KUBE_VIP_VERSION = "v1.0.0"
 
 # (chart, values path in that chart's values.yaml, image, when). ``when`` names the
@@ -174,13 +178,13 @@ PACKAGE_REPOSITORIES: Dict[str, Dict[str, Dict[str, str]]] = {
     },
 }
 
-DISTRIBUTIONS = ("microk8s", "kubeadm")
-BACKENDS = ("dra", "device_plugin")
+DISTRIBUTIONS = versions.DISTRIBUTIONS
+BACKENDS = versions.BACKENDS
 CNIS = ("calico", "cilium", "none")
 ARCHITECTURES = ("amd64", "arm64")
 
 
-class ManifestError(ValueError):
+class ManifestError(GpushareError):
     """The manifest settings are wrong or ask for versions without an image table."""
 
 

@@ -18,8 +18,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
 from ansible_collections.gpushare.cluster.plugins.module_utils.render.helm_values import KINDS_BY_ROLE
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import TEAM_LABEL
 
-TEAM_LABEL = "gpushare.io/team"
 # kind -> apiVersion of every kind the collection applies from a plan (and prunes).
 API_VERSIONS: Dict[str, str] = {
     "Namespace": "v1",

@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.catalog import MODELS, GpuModel, MigProfile, lookup
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.quantities import format_mib, parse_memory_mib
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 
 USES = ("whole", "mig", "shared")
 
@@ -45,7 +46,7 @@ _MEDIA_ALIASES = {
 Slot = Tuple[str, int]
 
 
-class MigLayoutError(ValueError):
+class MigLayoutError(GpushareError):
     """A request that cannot be planned; the message names host, GPU index and field.
 
     ``errors`` lists each problem on its own (the message joins them).

@@ -13,6 +13,7 @@ Pure functions: the role reads the file, calls ``merge_args`` and writes the res
 from __future__ import annotations
 
 import re
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 from typing import Dict, List, Mapping, Optional, Tuple
 
 FEATURE_GATES = "feature-gates"
@@ -20,7 +21,7 @@ _FLAG_RE = re.compile(r"^--(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?:=(?P<value>.*)
 _GATE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 
 
-class ArgsError(ValueError):
+class ArgsError(GpushareError):
     """Bad argument name/value or unreadable args file."""
 
 

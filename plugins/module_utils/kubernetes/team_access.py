@@ -34,6 +34,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import names
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import TEAM_LABEL
 
 try:
     from cryptography import x509
@@ -73,7 +74,6 @@ DEFAULT_EXPIRATION_SECONDS = 86400
 #: is 8 hours or more (v1.35.4 pkg/controller/certificates/signer/signer.go, authority/policies.go).
 SIGNER_BACKDATE_SECONDS = 300
 SIGNER_SHORT_SECONDS = 8 * 3600
-TEAM_LABEL = "gpushare.io/team"
 PERSON_ANNOTATION = "gpushare.io/person"
 # X.509 caps a common name at 64 characters (RFC 5280 ub-common-name); "system:" names are
 # Kubernetes' own identities.

@@ -16,15 +16,17 @@ import re
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import team_access
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import versions
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 
-SUPPORTED_MINORS = ("1.34", "1.35", "1.36")
+SUPPORTED_MINORS = versions.SUPPORTED_KUBERNETES_MINORS
 KNOWN_CNIS = ("calico", "cilium", "none")
-DISTRIBUTIONS = ("kubeadm", "microk8s")
+DISTRIBUTIONS = versions.DISTRIBUTIONS
 
 _VERSION_RE = re.compile(r"^v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.(?P<patch>\d+))?(?:[-+].*)?$")
 
 
-class TopologyError(ValueError):
+class TopologyError(GpushareError):
     """Bad cluster input (versions, networks, host groups)."""
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 
 USES = ("whole", "mig", "shared")
 GPU_KEYS = frozenset(("index", "count", "model", "team", "use", "replicas", "mig", "uuid"))
@@ -35,7 +36,7 @@ _QUANTITY = re.compile(r"^(\d+(\.\d+)?|\.\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$
 Limit = Union[None, int, Dict[str, int]]
 
 
-class InventoryError(ValueError):
+class InventoryError(GpushareError):
     """All problems found in an inventory, reported together."""
 
     def __init__(self, errors: Sequence[str]):

@@ -28,10 +28,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import Team
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL
 
-TEAM_LABEL = "gpushare.io/team"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 RBAC_API = "rbac.authorization.k8s.io/v1"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
 QUEUE_POLICY = "gpushare-queue-required"

@@ -24,10 +24,14 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner import qu
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import team_access
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import normalise_inventory
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import versions
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import PlanError  # noqa: F401 (raised here; callers import it from this module)
 
-PLAN_VERSION = 1
-DISTRIBUTIONS = ("microk8s", "kubeadm")
-SUPPORTED_MINORS = (34, 35, 36)
+PLAN_VERSION = contract.PLAN_VERSION
+DISTRIBUTIONS = versions.DISTRIBUTIONS
+# The supported minors as numbers (34 for "1.34"), for the version check below.
+SUPPORTED_MINORS = tuple(int(minor.split(".")[1]) for minor in versions.SUPPORTED_KUBERNETES_MINORS)
 # Argument spec of the options every planner module shares (doc fragment
 # gpushare.cluster.plan_inputs documents them).
 PLAN_INPUT_ARGUMENT_SPEC = dict(
@@ -58,14 +62,6 @@ HOST_VARIABLES = tuple(CLUSTER_SETTINGS) + (
     "gpushare_gpus", "gpushare_gpu_facts", "gpushare_mirrors", "gpushare_proxy",
     "kubeadm_control_plane_endpoint", "kubeadm_vip_address", "kubernetes_common_node_name")
 CONTROLLER_VARIABLES = tuple(CLUSTER_SETTINGS) + ("gpushare_teams", "gpushare_mirrors", "gpushare_proxy")
-
-
-class PlanError(ValueError):
-    """Every problem that keeps the plan from being made, in one message."""
-
-    def __init__(self, errors: Sequence[str]):
-        self.errors = list(errors)
-        super().__init__("the plan cannot be made, %d problem(s):\n- %s" % (len(self.errors), "\n- ".join(self.errors)))
 
 
 def minor_version(kubernetes_version: Any) -> Optional[str]:

@@ -26,8 +26,9 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalo
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import mig_solver
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import Gpu
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import versions
 
-BACKENDS = ("dra", "device_plugin")
+BACKENDS = versions.BACKENDS
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MODEL_LABEL_PREFIX = "gpushare.io/gpu."

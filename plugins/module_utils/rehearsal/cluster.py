@@ -51,6 +51,7 @@ import urllib.parse
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import topology as k8s_topology
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 
 try:
     from cryptography import x509
@@ -68,7 +69,7 @@ except ImportError:  # pragma: no cover
     HAS_YAML = False
 
 
-class RehearsalError(ValueError):
+class RehearsalError(GpushareError):
     """A rehearsal binary could not be built or a component did not start."""
 
 

@@ -38,11 +38,10 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.render import exa
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import quantities
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import world as rehearsal_world
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 
-QUEUE_LABEL = example_workloads.QUEUE_LABEL
-PRIORITY_LABEL = example_workloads.PRIORITY_LABEL
 WORKLOAD_LABEL = "gpushare.io/rehearsal-workload"
-TEAM_LABEL = "gpushare.io/team"
 # kwok's general pod-complete stage ends a Job's pod after this delay (sigs.k8s.io/kwok v0.8.0,
 # kustomize/stage/pod/general/pod-complete.yaml); a day's workloads run until deleted.
 KWOK_COMPLETE_DELAY = "pod-complete.stage.kwok.x-k8s.io/delay"
@@ -55,7 +54,7 @@ STATES = ("admitted", "pending", "denied")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
-class StepsError(ValueError):
+class StepsError(GpushareError):
     """gpushare_rehearsal_steps is malformed, or asks for something the plan cannot express."""
 
 
@@ -543,7 +542,7 @@ def _attempt_base(plan: PlanView, team: str) -> Optional[Dict[str, Any]]:
 
 
 def worked_day_story(plan_dict: Mapping[str, Any]) -> List[str]:
-    """Where a backend cannot do what the story says, in words for the report (DESIGN, docs/backends.md)."""
+    """Where a backend cannot do what the story says, in words for the report (docs/backends.md)."""
     plan = PlanView(plan_dict)
     notes = []
     for _host, gpu in plan.gpus():

@@ -36,9 +36,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import sharing
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import DRA_DRIVER, RESOURCE_API
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 
-DRIVER = "gpu.nvidia.com"
-RESOURCE_API = "resource.k8s.io/v1"
+DRIVER = DRA_DRIVER
 # kwok's default node selector (sigs.k8s.io/kwok v0.8.0, --manage-nodes-with-annotation-selector).
 SIMULATED_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
 # What the simulated GPU stack reports for the driver; only the format matters to selectors.
@@ -51,7 +52,7 @@ _UUID_NAMESPACE = uuidlib.UUID("6f1d2a47-95b4-4c1e-9a55-7b9f1d0c2e31")
 _BACKENDS = ("dra", "device_plugin")
 
 
-class WorldError(ValueError):
+class WorldError(GpushareError):
     """The plan cannot be turned into a simulated world; the message names host and GPU."""
 
 

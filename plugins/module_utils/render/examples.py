@@ -37,11 +37,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import sharing
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import PRIORITY_LABEL, QUEUE_LABEL
 
 _UNLIMITED = 1 << 30
 
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 EXAMPLE_LABEL = "gpushare.io/example"
 DESCRIPTION_ANNOTATION = "gpushare.io/description"
 

@@ -22,6 +22,9 @@ except ImportError:  # ansible-core brings PyYAML; yaml_text says so if it is mi
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import local_path
 from ansible_collections.gpushare.cluster.plugins.module_utils.sources import mirrors as mirrors_lib
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import yaml_text
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import PlanContractError
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import DRA_DRIVER
 
 # Object kinds of the plan, by the role that applies them.
 KINDS_BY_ROLE: Dict[str, tuple] = {
@@ -84,10 +87,6 @@ KUEUE_FRAMEWORKS = [
 ]
 
 
-class PlanError(ValueError):
-    """The plan lacks something an add-on needs."""
-
-
 def to_yaml(data: Any) -> str:
     """One YAML document (values files); multi-line strings as literal blocks."""
     return yaml_text.dump(data)
@@ -115,19 +114,6 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> Dict[str
     return merged
 
 
-def _check_plan(plan: Any) -> Mapping[str, Any]:
-    if not isinstance(plan, Mapping) or not plan:
-        raise PlanError("gpushare_plan: missing or empty; run the plan step (gpushare.cluster.cluster_plan) first")
-    for field in ("version", "backend", "distribution", "nodes"):
-        if field not in plan:
-            raise PlanError(f"gpushare_plan.{field}: missing")
-    if plan["backend"] not in ("dra", "device_plugin"):
-        raise PlanError(f"gpushare_plan.backend: {plan['backend']!r} is neither 'dra' nor 'device_plugin'")
-    if plan["distribution"] not in ("microk8s", "kubeadm"):
-        raise PlanError(f"gpushare_plan.distribution: {plan['distribution']!r} is neither 'microk8s' nor 'kubeadm'")
-    return plan
-
-
 # --- mirrors ---------------------------------------------------------------------------
 # Image repositories and chart locations are rewritten by the collection's mirrors
 # module, so every role points at a mirror the same way.
@@ -147,9 +133,9 @@ def objects_for(plan: Mapping[str, Any], role: str) -> List[Dict[str, Any]]:
     if kinds is None:
         raise ValueError(f"role: {role!r} applies no plan objects (known: {', '.join(sorted(KINDS_BY_ROLE))})")
     result = []
-    for position, obj in enumerate(_check_plan(plan).get("objects") or []):
+    for position, obj in enumerate(contract.check_plan(plan).get("objects") or []):
         if not isinstance(obj, Mapping) or "kind" not in obj or "metadata" not in obj:
-            raise PlanError(f"gpushare_plan.objects[{position}]: not a Kubernetes object (kind and metadata needed)")
+            raise PlanContractError(f"gpushare_plan.objects[{position}]: not a Kubernetes object (kind and metadata needed)")
         if obj["kind"] in kinds:
             result.append(obj)
     return result
@@ -157,7 +143,7 @@ def objects_for(plan: Mapping[str, Any], role: str) -> List[Dict[str, Any]]:
 
 def team_namespaces(plan: Mapping[str, Any]) -> List[str]:
     names: List[str] = []
-    for team in (_check_plan(plan).get("teams") or {}).values():
+    for team in (contract.check_plan(plan).get("teams") or {}).values():
         for namespace in team.get("namespaces") or []:
             if namespace not in names:
                 names.append(namespace)
@@ -181,7 +167,7 @@ def sharing_strategies(plan: Mapping[str, Any]) -> List[str]:
 
 def node_labels(plan: Mapping[str, Any]) -> Dict[str, Dict[str, str]]:
     """Labels each GPU node must carry: the plan's labels plus the backend's selectors."""
-    plan = _check_plan(plan)
+    plan = contract.check_plan(plan)
     result: Dict[str, Dict[str, str]] = {}
     for host, node in sorted(plan["nodes"].items()):
         labels = {str(k): str(v) for k, v in (node.get("labels") or {}).items()}
@@ -209,7 +195,7 @@ def relabel_steps(plan: Mapping[str, Any], current: Mapping[str, Mapping[str, st
     wanted = {plan["nodes"][host].get("node_name", host): labels for host, labels in node_labels(plan).items()}
     missing = sorted(host for host in wanted if host not in current)
     if missing:
-        raise PlanError(f"nodes {', '.join(missing)}: in the plan but not in the cluster (field: gpushare_plan.nodes)")
+        raise PlanContractError(f"nodes {', '.join(missing)}: in the plan but not in the cluster (field: gpushare_plan.nodes)")
     steps = []
     for host, labels in wanted.items():
         now = {str(k): str(v) for k, v in (current.get(host) or {}).items()}
@@ -235,10 +221,10 @@ def node_back_problems(plan: Mapping[str, Any], node: str, nodes: Optional[List[
     ``mig`` device per MIG instance (the driver's ``type`` attribute, dra-driver-nvidia-gpu v0.4.1,
     as docs/rehearsal.md describes what it publishes).
     """
-    host = next((h for h, entry in (_check_plan(plan).get("nodes") or {}).items()
+    host = next((h for h, entry in (contract.check_plan(plan).get("nodes") or {}).items()
                  if entry.get("node_name", h) == node), None)
     if host is None:
-        raise PlanError(f"node {node}: not in the plan (field: gpushare_plan.nodes)")
+        raise PlanContractError(f"node {node}: not in the plan (field: gpushare_plan.nodes)")
     gpus = plan["nodes"][host].get("gpus") or []
     problems: List[str] = []
     if nodes is not None:
@@ -250,7 +236,7 @@ def node_back_problems(plan: Mapping[str, Any], node: str, nodes: Optional[List[
     published = {"gpu": 0, "mig": 0}
     for item in slices:
         spec = item.get("spec") or {}
-        if spec.get("nodeName") != node or spec.get("driver") != "gpu.nvidia.com":
+        if spec.get("nodeName") != node or spec.get("driver") != DRA_DRIVER:
             continue
         for device in spec.get("devices") or []:
             kind = ((device.get("attributes") or {}).get("type") or {}).get("string")
@@ -315,7 +301,7 @@ def gpu_pods(pods: List[Mapping[str, Any]]) -> List[Dict[str, str]]:
 
 def mig_parted_config(plan: Mapping[str, Any]) -> Dict[str, Any]:
     """The plan's mig-parted config plus ``all-disabled`` (the default for nodes without a layout)."""
-    config = copy.deepcopy(dict(_check_plan(plan).get("mig_parted") or {"version": "v1", "mig-configs": {}}))
+    config = copy.deepcopy(dict(contract.check_plan(plan).get("mig_parted") or {"version": "v1", "mig-configs": {}}))
     configs = config.setdefault("mig-configs", {})
     configs.setdefault(ALL_DISABLED, [{"devices": "all", "mig-enabled": False}])
     config.setdefault("version", "v1")
@@ -390,7 +376,7 @@ def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
     ``kubelet_root_dir`` (optional), ``dcgm_dra_attribution`` (bool, default true),
     ``extra_values`` (merged last).
     """
-    plan = _check_plan(plan)
+    plan = contract.check_plan(plan)
     mirrors = settings.get("mirrors") or {}
     nvcr = "nvcr.io/nvidia"
     values: Dict[str, Any] = {
@@ -474,9 +460,9 @@ def dra_driver_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> D
     settings: ``operator_driver`` (bool: the operator installs the driver), ``version``,
     ``feature_gates`` (dict), ``compute_domains`` (bool), ``mirrors``, ``extra_values``.
     """
-    plan = _check_plan(plan)
+    plan = contract.check_plan(plan)
     if plan["backend"] != "dra":
-        raise PlanError("gpushare_plan.backend: the DRA driver is only deployed with the 'dra' backend")
+        raise PlanContractError("gpushare_plan.backend: the DRA driver is only deployed with the 'dra' backend")
     gates = {str(k): bool(v) for k, v in (settings.get("feature_gates") or {}).items()}
     strategies = sharing_strategies(plan)
     # The driver rejects a claim asking for a sharing strategy whose gate is off.
@@ -509,10 +495,10 @@ def dra_driver_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> D
 
 def kueue_configuration(plan: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, Any]:
     """The Kueue manager Configuration (config.kueue.x-k8s.io/v1beta2)."""
-    plan = _check_plan(plan)
+    plan = contract.check_plan(plan)
     namespaces = team_namespaces(plan)
     if not namespaces:
-        raise PlanError("gpushare_plan.teams: no team namespaces; Kueue would manage no namespace")
+        raise PlanContractError("gpushare_plan.teams: no team namespaces; Kueue would manage no namespace")
     config: Dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",

@@ -20,11 +20,12 @@ caches (Harbor proxy projects, registry:2 proxies with a path prefix) serve.
 from __future__ import annotations
 
 import re
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 
-class MirrorError(ValueError):
+class MirrorError(GpushareError):
     """A ``gpushare_mirrors`` / ``gpushare_proxy`` setting or an image name is wrong."""
 
 

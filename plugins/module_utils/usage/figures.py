@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 # Recorded series (monitoring role), queried as range queries over the window.
@@ -66,7 +67,7 @@ NOT_DEVICES = r"cpu|memory|ephemeral-storage|pods|.*\.shared"
 GPU_KEY_LABELS = ("hostname", "Hostname", "gpu", "UUID", "GPU_I_PROFILE", "GPU_I_ID")
 
 
-class UsageDataError(ValueError):
+class UsageDataError(GpushareError):
     """The query results cannot produce the figures asked for."""
 
 

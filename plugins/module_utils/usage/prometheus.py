@@ -17,10 +17,11 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 from typing import Any, Dict, List, Optional
 
 
-class PrometheusError(ValueError):
+class PrometheusError(GpushareError):
     """Prometheus could not be reached or refused a query."""
 
 

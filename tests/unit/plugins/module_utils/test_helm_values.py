@@ -336,7 +336,7 @@ def test_a_device_plugin_node_is_back_when_ready_with_the_planned_resources(dp_p
     assert hv.node_back_problems(dp_plan, "a100", [_node("a100", allocatable={"nvidia.com/gpu": "1"})], None) == [
         "node a100 advertises nvidia.com/mig-3g.20gb: 0, the plan has 2"]
     assert hv.node_back_problems(dp_plan, "a100", [], None) == ["node a100 is not in the cluster"]
-    with pytest.raises(hv.PlanError, match="node nowhere: not in the plan"):
+    with pytest.raises(hv.PlanContractError, match="node nowhere: not in the plan"):
         hv.node_back_problems(dp_plan, "nowhere", [], None)
 
 
