@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import Team
-from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import DRA_DRIVER, RESOURCE_API, TEAM_LABEL  # noqa: F401 (re-exported as this module's own)
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import DRA_DRIVER, RESOURCE_API, TEAM_LABEL
 
 DRIVER = DRA_DRIVER
 _ATTR = "device.attributes['%s']" % DRIVER

@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import Team
-from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import KUEUE_API, QUEUE_LABEL, TEAM_LABEL  # noqa: F401 (used by callers as quotas.*)
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import KUEUE_API, TEAM_LABEL
 
 CPU_FLAVOR = "gpushare-cpu"
 RECLAIM_WITHIN_COHORT = "Any"

@@ -154,7 +154,7 @@ from itertools import permutations  # noqa: E402
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PlanError  # noqa: E402
 
 from gpushare_checks import device, device_matches  # noqa: E402
