@@ -115,6 +115,15 @@ def _request(class_name: str, selectors: Sequence[str]) -> Dict[str, Any]:
 def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan]) -> DraPlan:
     """DeviceClasses, Kueue mappings, claim templates per team namespace and shared claims."""
     plan = DraPlan()
+    whole_models, mig_kinds, shared = _gpu_kinds(nodes)
+    templates = _counted_classes(plan, whole_models, mig_kinds, shared)
+    _shared_claims(plan, teams, shared)
+    _claim_templates(plan, teams, templates)
+    return plan
+
+
+def _gpu_kinds(nodes: Mapping[str, sharing.NodePlan]):
+    """The counted kinds of the nodes' GPUs: whole models and MIG kinds by resource, and the shared GPUs."""
     whole_models: Dict[str, str] = {}  # resource -> model
     mig_kinds: Dict[str, Tuple[str, str]] = {}  # resource -> (model, profile)
     shared: List[Tuple[str, Dict[str, Any]]] = []
@@ -128,7 +137,12 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
                     mig_kinds[resource] = (gpu["model"], instance["profile"])
             elif gpu["use"] == "shared":
                 shared.append((host, gpu))
+    return whole_models, mig_kinds, shared
 
+
+def _counted_classes(plan: DraPlan, whole_models: Dict[str, str], mig_kinds: Dict[str, Tuple[str, str]],
+                     shared: List[Tuple[str, Dict[str, Any]]]) -> List[Tuple[str, str, List[str]]]:
+    """A DeviceClass and a Kueue mapping per counted kind; returns the claim templates they need."""
     templates: List[Tuple[str, str, List[str]]] = []  # (template name, class, selectors)
     for resource in sorted(whole_models):
         model = whole_models[resource]
@@ -171,7 +185,11 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
         plan.device_class_mappings.append({"name": resource, "deviceClassNames": [name]})
         templates.append(("mig-%s-%s" % (sharing.model_slug(model), sharing.profile_slug(profile)), name,
                           [memory_at_least_expression(memory_floor_gib(model, profile))]))
+    return templates
 
+
+def _shared_claims(plan: DraPlan, teams: Sequence[Team], shared: List[Tuple[str, Dict[str, Any]]]) -> None:
+    """The class and the standalone ResourceClaim of each time-shared GPU, in its owner's namespace."""
     team_by_name = {team.name: team for team in teams}
     unpinned: List[str] = []
     shared_classes: Dict[str, str] = {}
@@ -208,6 +226,9 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
             "%s: no uuid known (run gpu_facts), so each shared claim takes whichever free GPU of its model the "
             "first pod's node offers, not necessarily the GPU the inventory names" % shown)
 
+
+def _claim_templates(plan: DraPlan, teams: Sequence[Team], templates: List[Tuple[str, str, List[str]]]) -> None:
+    """Every claim template in every team namespace."""
     for team in teams:
         # Every team may ask for every counted kind: Kueue decides whether it is quota or borrowing.
         plan.template_classes[team.name] = [template[1] for template in templates]
@@ -219,4 +240,3 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
                     "metadata": {"name": template_name, "namespace": namespace, "labels": {TEAM_LABEL: team.name}},
                     "spec": {"spec": {"devices": {"requests": [_request(class_name, selectors)]}}},
                 })
-    return plan
