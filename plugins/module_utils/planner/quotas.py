@@ -174,41 +174,7 @@ def build_quotas(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan], b
                     plan.errors.append(
                         "team %s, field %s[%s]: no such GPU resource in this cluster (resources: %s)"
                         % (team.name, field_name, resource, ", ".join(gpu_resources) or "none"))
-        limits: Dict[str, Any] = {"borrowing_limit": {}, "lending_limit": {}}
-        groups_spec: List[Dict[str, Any]] = []
-        for flavors, covered in groups:
-            flavor_specs = []
-            for flavor in flavors:
-                resources = []
-                for resource in covered:
-                    nominal = plan.units.get((flavor, resource), {}).get(team.name, 0)
-                    quota: Dict[str, Any] = {"name": resource, "nominalQuota": _quantity(nominal)}
-                    borrow = _limit_for(team.borrow, resource)
-                    if borrow is not None:
-                        quota["borrowingLimit"] = _quantity(borrow)
-                        limits["borrowing_limit"]["%s/%s" % (flavor, resource)] = borrow
-                    lend = _limit_for(team.lend, resource)
-                    if isinstance(team.lend, int) and lend is not None:
-                        # One number for every resource: "lend at most N of each".
-                        lend = min(lend, nominal)
-                    if lend is not None and nominal > 0:
-                        if lend > nominal:
-                            plan.errors.append(
-                                "team %s, field lend: lending limit %d for %s on flavor %s is above the team's "
-                                "nominal quota %d there" % (team.name, lend, resource, flavor, nominal))
-                        else:
-                            quota["lendingLimit"] = _quantity(lend)
-                            limits["lending_limit"]["%s/%s" % (flavor, resource)] = lend
-                    resources.append(quota)
-                flavor_specs.append({"name": flavor, "resources": resources})
-            groups_spec.append({"coveredResources": list(covered), "flavors": flavor_specs})
-        cpu_resources = [(name, value) for name, value in (("cpu", team.cpu), ("memory", team.memory)) if value]
-        if cpu_resources:
-            groups_spec.append({
-                "coveredResources": [pair[0] for pair in cpu_resources],
-                "flavors": [{"name": CPU_FLAVOR, "resources": [
-                    {"name": name, "nominalQuota": _quantity(value)} for name, value in cpu_resources]}],
-            })
+        groups_spec, limits = _resource_groups(plan, team, groups)
         if backend == "dra" and team.name == KUEUE_DEFAULT_QUEUE and any(
                 resource.endswith("-shared") for resource in plan.capacity[team.name]):
             plan.errors.append(
@@ -216,38 +182,91 @@ def build_quotas(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan], b
                 "of the namespace without a queue label, including the pods of the team's shared GPU claim, which "
                 "Kueue 0.19 never admits; rename the team" % (team.name, KUEUE_DEFAULT_QUEUE))
         plan.team_limits[team.name] = {"reclaim": RECLAIM_WITHIN_COHORT, **limits}
-        plan.objects.append({
-            "apiVersion": KUEUE_API,
-            "kind": "ClusterQueue",
-            "metadata": {"name": team.name, "labels": {TEAM_LABEL: team.name}},
-            "spec": {
-                "cohortName": cohort,
-                # Only namespaces labelled with this team may submit here.
-                "namespaceSelector": {"matchLabels": {TEAM_LABEL: team.name}},
-                "queueingStrategy": "BestEffortFIFO",
-                "preemption": {
-                    "reclaimWithinCohort": RECLAIM_WITHIN_COHORT,
-                    "borrowWithinCohort": {"policy": BORROW_WITHIN_COHORT},
-                    "withinClusterQueue": WITHIN_CLUSTER_QUEUE,
-                },
-                "resourceGroups": groups_spec,
-            },
-        })
-        plan.objects.append({
-            "apiVersion": KUEUE_API,
-            "kind": "WorkloadPriorityClass",
-            "metadata": {"name": team.name},
-            "value": team.priority,
-            "description": "Priority of team %s's workloads in the %s cohort" % (team.name, cohort),
-        })
-        for namespace in team.namespaces:
-            plan.objects.append({
-                "apiVersion": KUEUE_API,
-                "kind": "LocalQueue",
-                "metadata": {"name": team.name, "namespace": namespace, "labels": {TEAM_LABEL: team.name}},
-                "spec": {"clusterQueue": team.name},
-            })
+        plan.objects += _queue_objects(team, cohort, groups_spec)
 
+    plan.kueue_configuration = _kueue_configuration(device_class_mappings)
+    return plan
+
+
+def _resource_groups(plan: QuotaPlan, team: Team, groups) -> Tuple[List[Dict[str, Any]], Dict[str, Any]]:
+    """The ClusterQueue resourceGroups of ``team`` and its limits by flavor/resource; problems go to ``plan.errors``."""
+    limits: Dict[str, Any] = {"borrowing_limit": {}, "lending_limit": {}}
+    groups_spec: List[Dict[str, Any]] = []
+    for flavors, covered in groups:
+        flavor_specs = []
+        for flavor in flavors:
+            resources = []
+            for resource in covered:
+                nominal = plan.units.get((flavor, resource), {}).get(team.name, 0)
+                quota: Dict[str, Any] = {"name": resource, "nominalQuota": _quantity(nominal)}
+                borrow = _limit_for(team.borrow, resource)
+                if borrow is not None:
+                    quota["borrowingLimit"] = _quantity(borrow)
+                    limits["borrowing_limit"]["%s/%s" % (flavor, resource)] = borrow
+                lend = _limit_for(team.lend, resource)
+                if isinstance(team.lend, int) and lend is not None:
+                    # One number for every resource: "lend at most N of each".
+                    lend = min(lend, nominal)
+                if lend is not None and nominal > 0:
+                    if lend > nominal:
+                        plan.errors.append(
+                            "team %s, field lend: lending limit %d for %s on flavor %s is above the team's "
+                            "nominal quota %d there" % (team.name, lend, resource, flavor, nominal))
+                    else:
+                        quota["lendingLimit"] = _quantity(lend)
+                        limits["lending_limit"]["%s/%s" % (flavor, resource)] = lend
+                resources.append(quota)
+            flavor_specs.append({"name": flavor, "resources": resources})
+        groups_spec.append({"coveredResources": list(covered), "flavors": flavor_specs})
+    cpu_resources = [(name, value) for name, value in (("cpu", team.cpu), ("memory", team.memory)) if value]
+    if cpu_resources:
+        groups_spec.append({
+            "coveredResources": [pair[0] for pair in cpu_resources],
+            "flavors": [{"name": CPU_FLAVOR, "resources": [
+                {"name": name, "nominalQuota": _quantity(value)} for name, value in cpu_resources]}],
+        })
+    return groups_spec, limits
+
+
+def _queue_objects(team: Team, cohort: str, groups_spec: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The ClusterQueue, WorkloadPriorityClass and LocalQueues of ``team``."""
+    objects: List[Dict[str, Any]] = []
+    objects.append({
+        "apiVersion": KUEUE_API,
+        "kind": "ClusterQueue",
+        "metadata": {"name": team.name, "labels": {TEAM_LABEL: team.name}},
+        "spec": {
+            "cohortName": cohort,
+            # Only namespaces labelled with this team may submit here.
+            "namespaceSelector": {"matchLabels": {TEAM_LABEL: team.name}},
+            "queueingStrategy": "BestEffortFIFO",
+            "preemption": {
+                "reclaimWithinCohort": RECLAIM_WITHIN_COHORT,
+                "borrowWithinCohort": {"policy": BORROW_WITHIN_COHORT},
+                "withinClusterQueue": WITHIN_CLUSTER_QUEUE,
+            },
+            "resourceGroups": groups_spec,
+        },
+    })
+    objects.append({
+        "apiVersion": KUEUE_API,
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": team.name},
+        "value": team.priority,
+        "description": "Priority of team %s's workloads in the %s cohort" % (team.name, cohort),
+    })
+    for namespace in team.namespaces:
+        objects.append({
+            "apiVersion": KUEUE_API,
+            "kind": "LocalQueue",
+            "metadata": {"name": team.name, "namespace": namespace, "labels": {TEAM_LABEL: team.name}},
+            "spec": {"clusterQueue": team.name},
+        })
+    return objects
+
+
+def _kueue_configuration(device_class_mappings: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The parts of Kueue's Configuration the objects need."""
     resources_config: Dict[str, Any] = {
         # Queues do not list cpu/memory unless a team sets them; without this Kueue would
         # refuse every pod that requests cpu. GPU resources are always listed, so still counted.
@@ -255,8 +274,7 @@ def build_quotas(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePlan], b
     }
     if device_class_mappings:
         resources_config["deviceClassMappings"] = [dict(m) for m in device_class_mappings]
-    plan.kueue_configuration = {
+    return {
         "managedJobsNamespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]},
         "resources": resources_config,
     }
-    return plan
