@@ -23,7 +23,7 @@ def collections_path():
 
 
 def module_util(name):
-    """Import ``plugins/module_utils/<name>.py`` through the symlinked collection tree."""
+    """Import ``plugins/module_utils/<package>/<name>.py`` (``name`` is dotted: ``"planner.plan"``) through the symlinked collection tree."""
     base = collections_path()
     if str(base) not in sys.path:
         sys.path.insert(0, str(base))

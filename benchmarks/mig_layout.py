@@ -23,7 +23,7 @@ from _collection import module_util
 
 
 def _import_planner():
-    return module_util("mig_solver")
+    return module_util("gpu.mig_solver")
 
 
 BALANCED = {

@@ -36,7 +36,7 @@ def main() -> int:
     parser.add_argument("--keep", help="keep the plan directories under this directory")
     args = parser.parse_args()
 
-    rc = module_util("rehearsal_cluster")
+    rc = module_util("rehearsal.cluster")
     cache = os.environ.get("GPUSHARE_REHEARSAL_CACHE") or rc.DEFAULT_CACHE_ROOT
     started = time.monotonic()
     built = rc.build(str(REPO / "roles" / "rehearsal" / "files" / "go"), cache)

@@ -23,7 +23,7 @@ from _collection import module_util
 
 
 def _import_planner():
-    return module_util("plan")
+    return module_util("planner.plan")
 
 
 def fleet(rng, nodes, teams):

@@ -1,4 +1,4 @@
-"""Command line of the rehearsal control plane (plugins/module_utils/rehearsal_cluster.py).
+"""Command line of the rehearsal control plane (plugins/module_utils/rehearsal/cluster.py).
 
     python tools/rehearsal.py build [GO_DIR] [CACHE_ROOT]   build every missing binary (cached by version)
     python tools/rehearsal.py start DIR [BIN_DIR]           start a control plane in DIR, print its info
@@ -15,7 +15,7 @@ import json
 import os
 import sys
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GO_DIR = os.path.join(TOP, "roles", "rehearsal", "files", "go")

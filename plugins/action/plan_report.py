@@ -24,9 +24,13 @@ from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.parsing.vault import AnsibleVaultError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import (
-    addon_files, example_workloads, layer_checks, plan_changes, plan_report, yaml_text)
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import examples as example_workloads
+from ansible_collections.gpushare.cluster.plugins.module_utils.preflight import layer_checks
+from ansible_collections.gpushare.cluster.plugins.module_utils.changes import plan_changes
+from ansible_collections.gpushare.cluster.plugins.module_utils.report import plan_report
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import yaml_text
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import (
     CONTROLLER_VARIABLES, HOST_VARIABLES, PlanError, plan_inventory)
 from ansible_collections.gpushare.cluster.plugins.plugin_utils import addon_settings
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import plain as _plain
@@ -196,7 +200,7 @@ class ActionModule(ActionBase):
     _requires_connection = False
 
     def _inventory_plan(self, args, task_vars, errors):
-        """Validate and plan the inventory as every host sees it (plugins/module_utils/plan.py, plan_inventory)."""
+        """Validate and plan the inventory as every host sees it (plugins/module_utils/planner/plan.py, plan_inventory)."""
         hostvars = task_vars["hostvars"]
         groups = {str(name): [str(host) for host in hosts] for name, hosts in task_vars["groups"].items()}
         hosts = [str(host) for host in args["hosts"]] if args["hosts"] is not None else groups.get("all", [])

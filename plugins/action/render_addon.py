@@ -16,7 +16,7 @@ import tempfile
 from ansible import constants as C
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
 from ansible_collections.gpushare.cluster.plugins.plugin_utils import addon_settings
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import plain
 

@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters for team access through OIDC (plugins/module_utils/team_access.py); documented in team_login.yml
+"""Filters for team access through OIDC (plugins/module_utils/kubernetes/team_access.py); documented in team_login.yml
 and k8s_authentication.yml."""
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import team_access
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import team_access
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

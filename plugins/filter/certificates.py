@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The k8s_cert_expiry filter (plugins/module_utils/cert_expiry.py); documented in k8s_cert_expiry.yml."""
+"""The k8s_cert_expiry filter (plugins/module_utils/kubernetes/cert_expiry.py); documented in k8s_cert_expiry.yml."""
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import cert_expiry
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import cert_expiry
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

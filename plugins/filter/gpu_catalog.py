@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters exposing the GPU catalog to playbooks and templates (plugins/module_utils/gpu_catalog.py);
+"""Filters exposing the GPU catalog to playbooks and templates (plugins/module_utils/gpu/catalog.py);
 documented in gpu_model.yml, gpu_model_key.yml and mig_profile.yml.
 
 - ``'0x2330' | gpushare.cluster.gpu_model`` -> the catalog entry as a dict (key,
@@ -18,7 +18,7 @@ from dataclasses import asdict
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 
 
 def _profile_dict(profile):

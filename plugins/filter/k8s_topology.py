@@ -2,11 +2,11 @@
 # Copyright: gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over the cluster topology: checks and the order hosts init, join, upgrade and reset in
-(plugins/module_utils/k8s_topology.py); documented in one <name>.yml per filter."""
+(plugins/module_utils/kubernetes/topology.py); documented in one <name>.yml per filter."""
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import k8s_topology
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import topology as k8s_topology
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that edit MicroK8s' args and env files (plugins/module_utils/microk8s_args.py); documented in one
+"""Filters that edit MicroK8s' args and env files (plugins/module_utils/kubernetes/microk8s_args.py); documented in one
 <name>.yml per filter."""
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import microk8s_args
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import microk8s_args
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that point every download at the mirrors of ``gpushare_mirrors`` (plugins/module_utils/mirrors.py);
+"""Filters that point every download at the mirrors of ``gpushare_mirrors`` (plugins/module_utils/sources/mirrors.py);
 documented in one <name>.yml per filter.
 
 Examples (roles pass the inventory settings explicitly):
@@ -13,7 +13,7 @@ Examples (roles pass the inventory settings explicitly):
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors
+from ansible_collections.gpushare.cluster.plugins.module_utils.sources import mirrors
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

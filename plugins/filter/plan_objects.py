@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The plan_objects filter: the plan's objects one add-on role applies (plugins/module_utils/helm_values.py)."""
+"""The plan_objects filter: the plan's objects one add-on role applies (plugins/module_utils/render/helm_values.py)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ _value:
   elements: dict
 """
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

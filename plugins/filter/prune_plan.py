@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The prune_plan filter: what applying a plan deletes (plugins/module_utils/prune.py)."""
+"""The prune_plan filter: what applying a plan deletes (plugins/module_utils/changes/prune.py)."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ _value:
       type: str
 """
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import prune
+from ansible_collections.gpushare.cluster.plugins.module_utils.changes import prune
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 

@@ -105,7 +105,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_discovery import discover
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.discovery import discover
 
 
 def _tool(module, given, name, extra_dirs):

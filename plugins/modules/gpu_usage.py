@@ -215,75 +215,24 @@ summary:
   elements: str
 """
 
-import time
-from datetime import datetime
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import names
-from ansible_collections.gpushare.cluster.plugins.module_utils.prometheus_client import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.prometheus import (
     PrometheusClient,
     PrometheusError,
 )
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_advice import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.advice import (
     AdviceThresholds,
-    expand_gpus,
     propose,
     summary_lines,
 )
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_report_html import render_page
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_figures import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.report_html import render_page
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.figures import (
     RANGE_SERIES,
-    UsageDataError,
     choose_step,
-    compute_figures,
-    instant_queries,
     parse_duration,
 )
-
-
-def parse_end(value):
-    if value is None or value == "":
-        return time.time()
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise UsageDataError(f"end: {value!r} is neither a Unix timestamp nor an RFC 3339 time") from None
-
-
-def team_names(teams):
-    names = []
-    for number, team in enumerate(teams):
-        name = team.get("name") if isinstance(team, dict) else team
-        if not isinstance(name, str) or not name:
-            raise UsageDataError(f"teams[{number}]: needs a name, got {team!r}")
-        names.append(name)
-    return names
-
-
-def inventory_gpus(nodes, plan):
-    """Host -> [{index, team, node}] of the inventory, with the planner's count rule and Node names."""
-    out = {}
-    for host, entries in (nodes or {}).items():
-        node = ((plan or {}).get("nodes") or {}).get(host, {}).get("node_name") or names.node_name(host)
-        out[host] = [{"index": index, "team": entry.get("team"), "node": node}
-                     for index, entry in sorted(expand_gpus(host, entries or []).items())]
-    return out
-
-
-def collect(client, window_seconds, step, end, gpu_resource_regex):
-    start = end - window_seconds
-    # Align to the step so repeated runs over the same data give the same figures.
-    start = start - start % step
-    end = start + (window_seconds // step) * step
-    range_results = {key: client.query_range(name, start, end, step) for key, name in RANGE_SERIES.items()}
-    instant_results = {key: client.query(expression, end)
-                       for key, expression in instant_queries(window_seconds, gpu_resource_regex).items()}
-    return range_results, instant_results, start, end
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.pipeline import measure, parse_end, team_names
 
 
 def main():
@@ -328,11 +277,8 @@ def main():
             password=params["password"], ca_path=params["ca_path"],
             validate_certs=params["validate_certs"], timeout=params["timeout"],
         )
-        range_results, instant_results, start, end = collect(
-            client, window_seconds, step, end, params["gpu_resource_regex"])
-        figures = compute_figures(range_results, instant_results, start, end, step, teams=teams,
-                                  cluster_queues=params["cluster_queues"],
-                                  inventory_gpus=inventory_gpus(params["nodes"], params["plan"]))
+        figures = measure(client, teams, window_seconds, step, end, params["gpu_resource_regex"],
+                          params["cluster_queues"], params["nodes"], params["plan"])
     except (PrometheusError, ValueError) as exc:
         module.fail_json(msg=str(exc))
 

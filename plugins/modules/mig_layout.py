@@ -121,7 +121,7 @@ mig_warnings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.mig_solver import plan_node_layout
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.mig_solver import plan_node_layout
 
 
 def main():

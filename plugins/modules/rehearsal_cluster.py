@@ -162,7 +162,7 @@ stopped:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 
 
 def main():

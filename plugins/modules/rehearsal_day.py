@@ -128,10 +128,10 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_kube
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_report
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_steps
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_world
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import kube as rehearsal_kube
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import report as rehearsal_report
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import steps as rehearsal_steps
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import world as rehearsal_world
 
 
 def _write(path, document):
@@ -144,7 +144,7 @@ def _write(path, document):
 
 def _team_users(directory, plan, known):
     """team -> kubeconfig of a user in the team's RBAC group, made by the rehearsal's CA."""
-    from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster
+    from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rehearsal_cluster
 
     out = dict(known)
     for team, info in sorted((plan.get("teams") or {}).items()):

@@ -113,7 +113,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import team_access
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import team_access
 
 try:
     import yaml

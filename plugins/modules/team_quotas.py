@@ -75,7 +75,7 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PLAN_INPUT_ARGUMENT_SPEC, PlanError, team_quotas
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PLAN_INPUT_ARGUMENT_SPEC, PlanError, team_quotas
 
 
 def main():

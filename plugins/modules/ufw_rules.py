@@ -100,7 +100,7 @@ enabled_now:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import ufw_rules
+from ansible_collections.gpushare.cluster.plugins.module_utils.host import ufw_rules
 
 
 def _ufw(module, ufw, *args):

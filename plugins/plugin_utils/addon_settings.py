@@ -20,7 +20,7 @@ from typing import Any, Dict, Mapping
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import plain
 
 try:  # ansible-core 2.19+: text read from a file is only templated when trusted

@@ -4,7 +4,7 @@ import os
 import pathlib
 import re
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import ufw_rules
+from ansible_collections.gpushare.cluster.plugins.module_utils.host import ufw_rules
 
 SYSCTLS = {
     "net.ipv4.ip_forward": "1",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict, List, Tuple
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 TEAMS = [
     {"name": "production", "namespaces": ["production"], "priority": 1000, "group": "production-engineers"},

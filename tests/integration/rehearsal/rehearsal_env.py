@@ -38,7 +38,7 @@ def collection_path() -> Path:
 
 sys.path.insert(0, str(collection_path()))
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc  # noqa: E402
 
 #: A Configuration shaped as the kueue role renders it (helm_values.kueue_configuration):
 #: the team namespaces are the only ones Kueue manages, every default framework is on.

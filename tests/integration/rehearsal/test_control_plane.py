@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 
 from rehearsal_env import GO_DIR, KUEUE_CONFIGURATION, cache_root
 

@@ -25,8 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files, helm_values, ownership, prune
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
+from ansible_collections.gpushare.cluster.plugins.module_utils.changes import prune
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 
 import day_two_plans
 from rehearsal_env import collection_path

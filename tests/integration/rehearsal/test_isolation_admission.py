@@ -21,9 +21,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files, helm_values, isolation
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import isolation
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = REPO_ROOT / "tests" / "unit" / "fixtures" / "inventories" / "four_gpu_example.yml"

@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
-from ansible_collections.gpushare.cluster.plugins.module_utils import team_access
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import team_access
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 cryptography = pytest.importorskip("cryptography")
 from cryptography.hazmat.primitives import hashes  # noqa: E402

@@ -16,8 +16,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values, ownership
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 
 from rehearsal_env import REPO_ROOT, collection_path
 from test_quotas_day import APPLY_ORDER, HOST, _apply, _apply_gpu_node, _condition, _get, _gpu_job, _wait, _workloads

@@ -19,9 +19,11 @@ import time
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads, gpu_catalog, helm_values
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import examples as example_workloads
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 from rehearsal_env import REPO_ROOT
 

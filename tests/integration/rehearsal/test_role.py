@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 
 from rehearsal_env import cache_root, collection_path
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import team_access
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import team_access
 
 import test_isolation_admission
 from rehearsal_env import collection_path

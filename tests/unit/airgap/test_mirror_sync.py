@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as m
+from ansible_collections.gpushare.cluster.plugins.module_utils.sources import mirrors as m
 
 REPO = Path(__file__).resolve().parents[3]
 REGISTRY = shutil.which("docker-registry") or shutil.which("registry")

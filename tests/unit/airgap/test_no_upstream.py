@@ -24,8 +24,8 @@ from typing import Any, Dict, List, Tuple
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirror_manifest as mm
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as m
+from ansible_collections.gpushare.cluster.plugins.module_utils.airgap import manifest as mm
+from ansible_collections.gpushare.cluster.plugins.module_utils.sources import mirrors as m
 
 REPO = Path(__file__).resolve().parents[3]
 ADDON_ROLES = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")

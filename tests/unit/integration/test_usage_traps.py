@@ -18,8 +18,8 @@ from ansible.module_utils.testing import patch_module_args
 
 import usage_scenarios
 import usage_series
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_advice import apply_proposal
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.advice import apply_proposal
 from ansible_collections.gpushare.cluster.plugins.modules import gpu_usage
 
 PROMETHEUS = "/usr/bin/prometheus"
@@ -116,6 +116,6 @@ def test_nodes_and_gpus_without_data_are_null_and_listed(usage):
 
 
 def test_the_html_report_shows_the_missing_nodes(usage):
-    from ansible_collections.gpushare.cluster.plugins.module_utils.usage_report_html import render_page
+    from ansible_collections.gpushare.cluster.plugins.module_utils.usage.report_html import render_page
     html = render_page(usage["figures"], usage["proposals"])
     assert "gpu_data" in html and "gpu2" in html

@@ -37,7 +37,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.quotas import TEAM_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.quotas import TEAM_LABEL
 
 STEP = 300
 # The plan labels each team namespace with the team; kube-state-metrics (with the label in

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import plan_changes
+from ansible_collections.gpushare.cluster.plugins.module_utils.changes import plan_changes
 
 _SPEC = importlib.util.spec_from_file_location("gpushare_playbook_runner", Path(__file__).with_name("runner.py"))
 runner = importlib.util.module_from_spec(_SPEC)

@@ -26,7 +26,7 @@ EXAMPLE = REPO_ROOT / "inventories" / "example"
 MULTINODE = REPO_ROOT / "inventories" / "multinode"
 VAULT_PASSWORD = MULTINODE / "vault-password.txt"
 
-# The layers of site.yml, in the order DESIGN.md gives; each is also its own playbook and tag.
+# The layers of site.yml, in the order docs/architecture.md gives; each is also its own playbook and tag.
 LAYERS = ["prepare_hosts", "kubernetes", "gpu_stack", "queues", "monitoring"]
 
 

@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 import jsonschema
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 # The schema and CRD helpers the planner's tests use (kubernetes-validate, Kueue CRDs + CEL).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "module_utils"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import ufw_rules
+from ansible_collections.gpushare.cluster.plugins.module_utils.host import ufw_rules
 
 from .host_layer_render import Renderer, by_name, debian_facts
 
@@ -233,7 +233,7 @@ def test_rocky_enables_crb_and_epel(major):
 
 @pytest.mark.parametrize("major", [9, 10])
 def test_rocky_takes_epel_from_the_mirror_when_air_gapped(major):
-    from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirror_rules
+    from ansible_collections.gpushare.cluster.plugins.module_utils.sources import mirrors as mirror_rules
     mirrors = {"dnf": {"rocky": "http://dnf.mirror.internal", "epel": "http://dnf.mirror.internal"}}
     tasks = rocky_host(major, gpushare_mirrors=mirrors).tasks("repositories_dnf.yml")
     repo = by_name(tasks, "Add EPEL from the mirror")["args"]

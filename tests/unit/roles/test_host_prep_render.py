@@ -18,7 +18,7 @@ from ansible.errors import AnsibleError
 
 from .host_layer_render import REPO_ROOT, ROLES, Renderer, by_name, debian_facts, rocky_facts
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as mirror_rules
+from ansible_collections.gpushare.cluster.plugins.module_utils.sources import mirrors as mirror_rules
 
 MIRRORS = {
     "apt": {"ubuntu": "http://apt.mirror.internal", "kubernetes": "http://apt.mirror.internal",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.microk8s_args import get_args, parse_gates
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes.microk8s_args import get_args, parse_gates
 
 from .k8s_render import FIXTURES, render
 

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import ownership, prune
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
+from ansible_collections.gpushare.cluster.plugins.module_utils.changes import prune
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 from .k8s_render import run_on_fake_cluster
 

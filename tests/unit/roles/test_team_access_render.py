@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import team_access
-from ansible_collections.gpushare.cluster.plugins.module_utils.microk8s_args import get_args
-from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal_cluster import make_ca
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import team_access
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes.microk8s_args import get_args
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal.cluster import make_ca
 
 from .k8s_render import FIXTURES, load_docs, render
 from .test_microk8s_render import HOSTS as MICROK8S_HOSTS

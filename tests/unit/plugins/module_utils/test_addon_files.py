@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 ROLES = Path(__file__).resolve().parents[4] / "roles"
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"

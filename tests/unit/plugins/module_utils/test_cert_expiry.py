@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import cert_expiry
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import cert_expiry
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "cert_expiry"
 NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.timezone.utc)

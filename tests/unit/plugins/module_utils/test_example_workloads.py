@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import examples as example_workloads
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 from gpushare_checks import quota_of, validate_core
 
@@ -154,8 +154,8 @@ from itertools import permutations  # noqa: E402
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PlanError  # noqa: E402
 
 from gpushare_checks import device, device_matches  # noqa: E402
 

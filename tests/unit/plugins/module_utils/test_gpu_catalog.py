@@ -7,8 +7,8 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
-from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import MODELS, lookup
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.catalog import MODELS, lookup
 
 DESIGN_KEYS = [
     "A100-40GB", "A100-80GB", "A30", "H100-80GB", "H100-NVL", "H200", "H200-NVL", "GH200-96GB",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_discovery import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.discovery import (
     discover,
     parse_lspci,
     parse_nvidia_smi_xml,
@@ -182,9 +182,9 @@ def test_discover_without_tools_is_not_an_error():
 
 @pytest.mark.parametrize("path", [
     "plugins/modules/gpu_facts.py",
-    "plugins/module_utils/gpu_discovery.py",
-    "plugins/module_utils/gpu_catalog.py",
-    "plugins/module_utils/quantities.py",
+    "plugins/module_utils/gpu/discovery.py",
+    "plugins/module_utils/gpu/catalog.py",
+    "plugins/module_utils/_common/quantities.py",
 ])
 def test_host_side_code_is_python_38_syntax(repo_root, path):
     """gpu_facts runs on managed hosts, some of which still have Python 3.8."""

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values as hv
-from ansible_collections.gpushare.cluster.plugins.module_utils.mirrors import chart_location
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values as hv
+from ansible_collections.gpushare.cluster.plugins.module_utils.sources.mirrors import chart_location
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "addons"
 
@@ -337,7 +337,7 @@ def test_a_device_plugin_node_is_back_when_ready_with_the_planned_resources(dp_p
     assert hv.node_back_problems(dp_plan, "a100", [_node("a100", allocatable={"nvidia.com/gpu": "1"})], None) == [
         "node a100 advertises nvidia.com/mig-3g.20gb: 0, the plan has 2"]
     assert hv.node_back_problems(dp_plan, "a100", [], None) == ["node a100 is not in the cluster"]
-    with pytest.raises(hv.PlanError, match="node nowhere: not in the plan"):
+    with pytest.raises(hv.PlanContractError, match="node nowhere: not in the plan"):
         hv.node_back_problems(dp_plan, "nowhere", [], None)
 
 

@@ -10,10 +10,10 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import (
     normalise_inventory,
 )
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PlanError, build_plan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
 TEAMS = [{"name": "a", "namespaces": ["a"], "priority": 10}, {"name": "b", "namespaces": ["b"], "priority": 5}]

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files, isolation
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import Team, normalise_teams
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import isolation
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import Team, normalise_teams
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 import gpushare_checks
 from gpushare_checks import require_cel, validate_core
@@ -450,7 +451,7 @@ def test_policy_bindings_select_team_namespaces(dra_plan, device_plugin_plan):
 
 @pytest.mark.parametrize("backend", ["dra", "device_plugin"])
 def test_the_worked_day_examples_pass_every_policy(backend, dra_plan, device_plugin_plan):
-    from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads
+    from ansible_collections.gpushare.cluster.plugins.module_utils.render import examples as example_workloads
     plan = dra_plan if backend == "dra" else device_plugin_plan
     vaps = [o for o in plan["objects"] if o["kind"] == "ValidatingAdmissionPolicy"]
     examples = [o for o in example_workloads.build_examples(plan) if o["kind"] in RESOURCES]

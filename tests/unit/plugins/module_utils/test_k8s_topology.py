@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import k8s_topology as t
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import topology as t
 
 
 @pytest.mark.parametrize("value,expected", [("1.35", "1.35"), ("v1.34.2", "1.34"), ("1.36.0-1.1", "1.36"), (1.35, "1.35")])

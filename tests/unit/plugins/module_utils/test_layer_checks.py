@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import layer_checks as lc
+from ansible_collections.gpushare.cluster.plugins.module_utils.preflight import layer_checks as lc
 
 GROUPS = {"control_plane": ["cp1"], "workers": ["gpu1", "gpu2", "gpu3"]}
 MONITORING = {"monitoring_render_only": False, "monitoring_storage_provisioner": "auto", "monitoring_storage_class": "",

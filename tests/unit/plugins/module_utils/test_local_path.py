@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import (
-    addon_files, helm_values, local_path, mirror_manifest)
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import local_path
+from ansible_collections.gpushare.cluster.plugins.module_utils.airgap import manifest as mirror_manifest
 
 ROLE = Path(__file__).resolve().parents[4] / "roles" / "monitoring"
 ASKED = {"storage_size": "50Gi", "grafana_persistence_size": "10Gi"}

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import microk8s_args as m
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import microk8s_args as m
 
 FIXTURES = Path(__file__).resolve().parents[3] / "unit" / "fixtures" / "k8s" / "microk8s"
 

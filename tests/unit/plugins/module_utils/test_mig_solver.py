@@ -9,8 +9,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import MODELS, mig_models
-from ansible_collections.gpushare.cluster.plugins.module_utils.mig_solver import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.catalog import MODELS, mig_models
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.mig_solver import (
     MigLayoutError,
     layout_problems,
     place_profiles,

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import mirrors as m
+from ansible_collections.gpushare.cluster.plugins.module_utils.sources import mirrors as m
 
 FULL = {
     "apt": {"ubuntu": "http://mirror.internal/ubuntu", "kubernetes": "http://mirror.internal/k8s",

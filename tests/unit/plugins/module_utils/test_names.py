@@ -10,8 +10,10 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads, helm_values, names
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import examples as example_workloads
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import names
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 # The rules as Kubernetes v1.35.4 writes them (apimachinery/pkg/util/validation/validation.go).
 LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan, team_quotas
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PlanError, build_plan, team_quotas
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
 PLAN_KEYS = {"version", "backend", "distribution", "kubernetes_version", "cohort", "nodes", "mig_parted",

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values, ownership, plan_changes
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
+from ansible_collections.gpushare.cluster.plugins.module_utils.changes import plan_changes
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
 EXAMPLE = yaml.safe_load((FIXTURES / "four_gpu_example.yml").read_text())

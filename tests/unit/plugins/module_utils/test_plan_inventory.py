@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import (
     CLUSTER_SETTINGS, CONTROLLER_VARIABLES, HOST_VARIABLES, REQUIRED, PlanError, plan_inventory)
 
 _SPEC = importlib.util.spec_from_file_location(

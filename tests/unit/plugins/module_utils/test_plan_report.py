@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import plan_report
+from ansible_collections.gpushare.cluster.plugins.module_utils.report import plan_report
 
 FIXTURE = Path(__file__).resolve().parents[3] / "unit" / "fixtures" / "plan_report" / "example_plan.yml"
 
@@ -161,7 +161,7 @@ def test_summary_for_a_terminal_caps_rows_and_says_how_many_are_left_out(plan):
 def _planned(backend):
     import yaml as _yaml
 
-    from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
     data = _yaml.safe_load((Path(__file__).resolve().parents[2] / "fixtures" / "inventories" / "four_gpu_example.yml").read_text())
     return build_plan(data["gpushare_teams"], data["nodes"], backend=backend)
@@ -281,7 +281,7 @@ def test_labels_are_cut_to_the_width_of_their_box():
 
 
 def _h100_plan(mig):
-    from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
     teams = [{"name": "serving", "namespaces": ["serving"], "priority": 100}]
     return build_plan(teams, {"gpu1": [{"index": 0, "model": "H100-80GB", "team": "serving", "use": "mig", "mig": mig}]})

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.prometheus_client import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.prometheus import (
     PrometheusClient,
     PrometheusError,
     redact_url,

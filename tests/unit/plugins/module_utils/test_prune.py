@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What applying a plan deletes (module_utils/prune.py): only owned objects the plan no longer
+"""What applying a plan deletes (module_utils/changes/prune.py): only owned objects the plan no longer
 holds, in the documented order, and the refusals that protect running work."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import ownership, prune
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
+from ansible_collections.gpushare.cluster.plugins.module_utils.changes import prune
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
@@ -218,7 +219,8 @@ def test_list_kinds_holds_each_role_and_the_queues():
 
 
 def test_every_object_of_the_plan_and_of_team_quotas_is_stamped_with_one_generation():
-    from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files, plan as plan_module
+    from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planner import plan as plan_module
 
     plan = _plan()
     generations = {o["metadata"]["labels"][ownership.GENERATION_LABEL] for o in plan["objects"]}

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.quantities import format_mib, parse_memory_mib
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.quantities import format_mib, parse_memory_mib
 
 
 @pytest.mark.parametrize(

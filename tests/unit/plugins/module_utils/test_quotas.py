@@ -12,8 +12,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan
-from ansible_collections.gpushare.cluster.plugins.module_utils.quotas import resource_groups
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PlanError, build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.quotas import resource_groups
 
 from gpushare_checks import kueue_cel_failures, kueue_webhook_problems, quota_of, validate_kueue
 

@@ -19,7 +19,7 @@ import yaml
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_cluster as rc
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 
 ROLE = Path(__file__).resolve().parents[4] / "roles" / "rehearsal"
 GO_DIR = ROLE / "files" / "go"

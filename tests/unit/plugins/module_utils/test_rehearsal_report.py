@@ -10,7 +10,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import plan_report, rehearsal_report
+from ansible_collections.gpushare.cluster.plugins.module_utils.report import plan_report
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import report as rehearsal_report
 
 from test_rehearsal_world import inventory_plan
 

@@ -9,7 +9,7 @@ import copy
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import rehearsal_steps as rs
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import steps as rs
 
 from gpushare_checks import validate_core
 from test_rehearsal_world import inventory_plan
@@ -94,7 +94,7 @@ def test_workloads_use_exactly_what_the_plan_gives_the_team(example):
 
 def test_notebooks_are_labelled_as_the_plan_example_notebooks():
     plan = inventory_plan("example", "dra")
-    from ansible_collections.gpushare.cluster.plugins.module_utils import example_workloads
+    from ansible_collections.gpushare.cluster.plugins.module_utils.render import examples as example_workloads
     example_pod = [o for o in example_workloads.build_examples(plan) if o["metadata"]["name"] == "notebook-1"][0]
     (pod,) = rs.workload_objects(plan, {"team": "data", "name": "notebook-1", "shared": True})
     wanted = {k: v for k, v in example_pod["metadata"]["labels"].items() if k != example_workloads.EXAMPLE_LABEL}

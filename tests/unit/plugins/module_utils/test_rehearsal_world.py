@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog, rehearsal_world
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import world as rehearsal_world
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 from gpushare_checks import validate_core
 

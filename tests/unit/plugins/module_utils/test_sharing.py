@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import normalise_inventory
-from ansible_collections.gpushare.cluster.plugins.module_utils.sharing import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import normalise_inventory
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.sharing import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     MIG_CONFIG_LABEL,
     plan_sharing,

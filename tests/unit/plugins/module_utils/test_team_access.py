@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import team_access as ta
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import PlanError, build_plan
-from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal_cluster import issue_cert, make_ca
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import team_access as ta
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PlanError, build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal.cluster import issue_cert, make_ca
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
 OIDC = {"issuer_url": "https://idp.example.com/realms/gpu", "client_id": "kubernetes",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import ufw_rules
+from ansible_collections.gpushare.cluster.plugins.module_utils.host import ufw_rules
 
 
 @pytest.mark.parametrize("rule,printed", [

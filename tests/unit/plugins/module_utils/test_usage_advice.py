@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_advice import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.advice import (
     AdviceThresholds,
     apply_proposal,
     expand_gpus,

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_figures import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.figures import (
     UsageDataError,
     choose_step,
     compute_figures,

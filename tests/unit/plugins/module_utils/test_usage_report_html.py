@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_report_html import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.usage.report_html import (
     render_page,
     render_section,
     team_plot,

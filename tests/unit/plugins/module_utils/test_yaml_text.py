@@ -12,8 +12,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import helm_values, yaml_text
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import yaml_text
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
 

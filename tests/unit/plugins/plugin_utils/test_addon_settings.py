@@ -10,7 +10,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import addon_files
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
 from ansible_collections.gpushare.cluster.plugins.plugin_utils import addon_settings
 
 
