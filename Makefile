@@ -110,9 +110,11 @@ vm-test-beside:
 	echo "== molecule vm: $$(( $$(date +%s) - start )) s, exit $$rc"; \
 	exit $$rc
 
-suites: ## The unit tests, then the rehearsal tests (what `make test` runs beside the VM)
-	$(MAKE) --no-print-directory unit
-	$(MAKE) --no-print-directory rehearsal-test
+suites: ## The unit tests, then the rehearsal tests (what `make test` runs beside the VM); fails if either fails
+	@rc=0; \
+	$(MAKE) --no-print-directory unit || rc=$$?; \
+	$(MAKE) --no-print-directory rehearsal-test || rc=$$?; \
+	exit $$rc
 
 molecule: venv collection-link images ## Run every container Molecule scenario (the real-kernel VM: make vm-test)
 	@for scenario in $(MOLECULE_SCENARIOS); do \
