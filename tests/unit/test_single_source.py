@@ -142,6 +142,12 @@ def test_playbook_pins():
     play_vars = next(play["vars"] for play in mirror if "gpushare_mirror_driver_version" in play.get("vars", {}))
     assert play_vars["gpushare_mirror_driver_version"] == v.GPU_OPERATOR_DRIVER_VERSION, \
         "playbooks/mirror.yml gpushare_mirror_driver_version drifted from versions.py"
+    # Without cached facts the manifest lists the driver images of every supported host OS
+    # (Ubuntu LTS releases are <major>.04; Rocky's driver images carry the major only).
+    supported = ["ubuntu%s.04" % major for major in v.SUPPORTED_HOST_OS["Ubuntu"]] + \
+        ["rocky%s" % major for major in v.SUPPORTED_HOST_OS["Rocky"]]
+    assert play_vars["gpushare_mirror_driver_os"] == supported, \
+        "playbooks/mirror.yml gpushare_mirror_driver_os is not the supported host OS list of versions.py"
 
 
 def test_supported_os_tables_of_the_host_roles():
