@@ -15,16 +15,8 @@ description:
   - The objects are the plan's own, not copies; read them, do not change them.
   - Fails naming the field when the plan is missing or empty, lacks C(version), C(backend), C(distribution) or
     C(nodes), or holds an item that is not a Kubernetes object.
-options:
-  _input:
-    description: The C(gpushare_plan) fact.
-    type: dict
-    required: true
-  role:
-    description: The add-on role.
-    type: str
-    choices: [dra_driver, kueue, tenancy]
-    required: true
+extends_documentation_fragment:
+  - gpushare.cluster.plan_filters
 """
 
 EXAMPLES = r"""

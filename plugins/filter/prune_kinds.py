@@ -13,12 +13,8 @@ description:
   - The C(api_version) and C(kind) of every kind the role applies from the plan, then C(ClusterQueue) and
     C(LocalQueue), which every role reads to judge whether a deletion would leave workloads without a queue.
   - Loop M(kubernetes.core.k8s_info) over them and pass the results to P(gpushare.cluster.prune_plan#filter).
-options:
-  _input:
-    description: The add-on role.
-    type: str
-    choices: [dra_driver, kueue, tenancy]
-    required: true
+extends_documentation_fragment:
+  - gpushare.cluster.plan_filters.role
 """
 
 EXAMPLES = r"""

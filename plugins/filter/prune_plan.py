@@ -23,16 +23,9 @@ description:
     every other object of that team; a Namespace that still holds Workloads or running Pods; a
     ResourceClaim reserved by pods."
   - Objects already being deleted (C(deletionTimestamp)) are left alone, so a second run changes nothing.
+extends_documentation_fragment:
+  - gpushare.cluster.plan_filters
 options:
-  _input:
-    description: The C(gpushare_plan) fact.
-    type: dict
-    required: true
-  role:
-    description: The add-on role whose kinds are pruned.
-    type: str
-    choices: [dra_driver, kueue, tenancy]
-    required: true
   listed:
     description:
       - The live objects, as the results of M(kubernetes.core.k8s_info) looped over
