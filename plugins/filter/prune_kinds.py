@@ -18,13 +18,11 @@ extends_documentation_fragment:
 """
 
 EXAMPLES = r"""
-- name: List the collection's objects of the kueue role's kinds
-  kubernetes.core.k8s_info:
-    api_version: "{{ item.api_version }}"
-    kind: "{{ item.kind }}"
-    label_selectors:
-      - app.kubernetes.io/managed-by=gpushare.cluster
-  loop: "{{ 'kueue' | gpushare.cluster.prune_kinds }}"
+# The whole sequence (list these kinds with kubernetes.core.k8s_info, then prune) is the example of
+# gpushare.cluster.prune_plan.
+- name: Show which kinds the tenancy role reads before it prunes
+  ansible.builtin.debug:
+    msg: "{{ 'tenancy' | gpushare.cluster.prune_kinds | map(attribute='kind') | list }}"
 """
 
 RETURN = r"""
