@@ -29,13 +29,9 @@ options:
     description:
       - Path of C(lspci). Searched on C(PATH), C(/usr/sbin) and C(/sbin) when not given.
     type: path
+extends_documentation_fragment:
+  - gpushare.cluster.read_only
 attributes:
-  check_mode:
-    description: Can run in check mode and return the same result as a normal run.
-    support: full
-  diff_mode:
-    description: Returns no diff; nothing is changed.
-    support: none
   facts:
     description: Sets C(ansible_facts.gpushare_gpu_facts).
     support: full

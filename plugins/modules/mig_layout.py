@@ -48,13 +48,8 @@ options:
     description:
       - Host name used in messages.
     type: str
-attributes:
-  check_mode:
-    description: Can run in check mode and return the same result as a normal run.
-    support: full
-  diff_mode:
-    description: Returns no diff; nothing is changed.
-    support: none
+extends_documentation_fragment:
+  - gpushare.cluster.read_only
 seealso:
   - module: gpushare.cluster.gpu_facts
 """
