@@ -58,7 +58,8 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PLAN_INPUT_ARGUMENT_SPEC, PlanError, build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.module_run import planned
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PLAN_INPUT_ARGUMENT_SPEC, build_plan
 
 
 def main():
@@ -72,14 +73,10 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    try:
-        plan = build_plan(params["teams"], params["nodes"], gpu_facts=params["gpu_facts"], backend=params["backend"],
-                          distribution=params["distribution"], kubernetes_version=params["kubernetes_version"],
-                          cohort=params["cohort"], tolerations=params["tolerations"], oidc=params["oidc"])
-    except PlanError as exc:
-        module.fail_json(msg=str(exc), errors=exc.errors)
-    for warning in plan["warnings"]:
-        module.warn(warning)
+    plan = planned(module, build_plan, params["teams"], params["nodes"], gpu_facts=params["gpu_facts"],
+                   backend=params["backend"], distribution=params["distribution"],
+                   kubernetes_version=params["kubernetes_version"], cohort=params["cohort"],
+                   tolerations=params["tolerations"], oidc=params["oidc"])
     module.exit_json(changed=False, plan=plan)
 
 

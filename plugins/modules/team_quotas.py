@@ -75,7 +75,8 @@ errors:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PLAN_INPUT_ARGUMENT_SPEC, PlanError, team_quotas
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.module_run import planned
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PLAN_INPUT_ARGUMENT_SPEC, team_quotas
 
 
 def main():
@@ -84,13 +85,8 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    try:
-        result = team_quotas(params["teams"], params["nodes"], backend=params["backend"], cohort=params["cohort"],
-                             gpu_facts=params["gpu_facts"], tolerations=params["tolerations"])
-    except PlanError as exc:
-        module.fail_json(msg=str(exc), errors=exc.errors)
-    for warning in result["warnings"]:
-        module.warn(warning)
+    result = planned(module, team_quotas, params["teams"], params["nodes"], backend=params["backend"],
+                     cohort=params["cohort"], gpu_facts=params["gpu_facts"], tolerations=params["tolerations"])
     module.exit_json(changed=False, capacity=result["capacity"], objects=result["objects"],
                      kueue_configuration=result["kueue_configuration"], warnings_list=result["warnings"])
 
