@@ -113,13 +113,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.yaml_text import yaml
 from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import team_access
 
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:  # pragma: no cover
-    HAS_YAML = False
+# PyYAML, imported (or None) where the collection's YAML writer imports it.
+HAS_YAML = yaml is not None
 
 try:
     from kubernetes import client as k8s_client

@@ -52,6 +52,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import topology as k8s_topology
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.yaml_text import yaml
 
 try:
     from cryptography import x509
@@ -62,11 +63,8 @@ try:
 except ImportError:  # pragma: no cover - reported by the modules
     HAS_CRYPTOGRAPHY = False
 
-try:
-    import yaml
-    HAS_YAML = True
-except ImportError:  # pragma: no cover
-    HAS_YAML = False
+# PyYAML, imported (or None) where the collection's YAML writer imports it.
+HAS_YAML = yaml is not None
 
 
 class RehearsalError(GpushareError):
