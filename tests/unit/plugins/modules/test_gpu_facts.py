@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
+from module_runner import run_module
 from ansible_collections.gpushare.cluster.plugins.modules import gpu_facts
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvidia_smi"
@@ -31,10 +31,7 @@ def _fake_tool(tmp_path, name, output_file=None, rc=0, stderr=""):
 
 
 def _run(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            gpu_facts.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(gpu_facts, args, capsys)[1]
 
 
 def test_nvidia_smi_facts(tmp_path, capsys):

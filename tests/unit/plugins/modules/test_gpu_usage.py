@@ -9,8 +9,8 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
+from module_runner import run_module
 from ansible_collections.gpushare.cluster.plugins.modules import gpu_usage
 
 END = 1_800_000_000 - 1_800_000_000 % 3600
@@ -54,10 +54,7 @@ def prometheus():
 
 
 def run(capsys, args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            gpu_usage.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(gpu_usage, args, capsys)[1]
 
 
 def url(httpd):

@@ -2,19 +2,12 @@
 """mig_layout through AnsibleModule."""
 from __future__ import annotations
 
-import json
-
-import pytest
-from ansible.module_utils.testing import patch_module_args
-
+from module_runner import run_module
 from ansible_collections.gpushare.cluster.plugins.modules import mig_layout
 
 
 def _run(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit) as exited:
-            mig_layout.main()
-    return exited.value.code, json.loads(capsys.readouterr().out)
+    return run_module(mig_layout, args, capsys)
 
 
 def test_design_example_node(capsys):

@@ -3,23 +3,18 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-import pytest
 import yaml
-from ansible.module_utils.testing import patch_module_args
 
+from module_runner import run_module
 from ansible_collections.gpushare.cluster.plugins.modules import team_quotas
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
 
 
 def run(capsys, args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            team_quotas.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(team_quotas, args, capsys)[1]
 
 
 def test_returns_capacity_objects_and_configuration(capsys):
