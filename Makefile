@@ -39,7 +39,7 @@ REHEARSAL_CLI := $(BIN)/python tools/rehearsal.py
 # `vm` scenario, which `make test` runs beside the unit and rehearsal tests (`vm-test-beside`).
 MOLECULE_SCENARIOS ?= $(filter-out _shared cluster vm,$(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: help deps venv collection-link build demo lint sanity unit images vm-image vm-test vm-test-beside suites molecule test clean rehearsal-binaries rehearsal rehearsal-test
+.PHONY: help deps venv collection-link build demo lint sanity unit integration images vm-image vm-test vm-test-beside suites molecule test clean rehearsal-binaries rehearsal rehearsal-test
 
 help: ## Show the targets
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -85,8 +85,15 @@ lint: venv collection-link ## yamllint and ansible-lint (production profile)
 sanity: venv ## ansible-test sanity from a temporary ansible_collections tree
 	bash tools/sanity.sh
 
-unit: venv collection-link ## Unit tests (pytest)
+unit: venv collection-link ## Unit tests: the Python code in-process, no playbook, server or browser (tests/unit, seconds)
 	$(BIN)/python -m pytest tests/unit -q -p no:cacheprovider
+
+# Integration tests that need no Go-built binaries: playbooks and roles run by ansible-playbook
+# on localhost, promtool and Prometheus, headless Chromium, a local registry and skopeo.
+INTEGRATION_TESTS := $(filter-out tests/integration/rehearsal tests/integration/etcd_backup,$(wildcard tests/integration/*))
+
+integration: venv collection-link ## Integration tests: ansible-playbook, Prometheus, Chromium, registry (tests/integration, minutes)
+	$(BIN)/python -m pytest $(INTEGRATION_TESTS) -q -rs -p no:cacheprovider
 
 images: deps ## Build the Molecule systemd images (cached)
 	bash tools/build-images.sh
@@ -110,9 +117,10 @@ vm-test-beside:
 	echo "== molecule vm: $$(( $$(date +%s) - start )) s, exit $$rc"; \
 	exit $$rc
 
-suites: ## The unit tests, then the rehearsal tests (what `make test` runs beside the VM); fails if either fails
+suites: ## The unit, integration and rehearsal tests in turn (what `make test` runs beside the VM); fails if any fails
 	@rc=0; \
 	$(MAKE) --no-print-directory unit || rc=$$?; \
+	$(MAKE) --no-print-directory integration || rc=$$?; \
 	$(MAKE) --no-print-directory rehearsal-test || rc=$$?; \
 	exit $$rc
 
@@ -130,8 +138,8 @@ rehearsal-binaries: venv collection-link ## Build etcd, kube-*, kubectl, Kueue a
 rehearsal: venv collection-link rehearsal-binaries ## Rehearse the worked day of inventories/example on a real control plane (docs/rehearsal.md)
 	$(BIN)/ansible-playbook -i inventories/example playbooks/rehearse.yml -e gpushare_plan_dir=$(BUILD)/plan $(REHEARSAL_ARGS)
 
-rehearsal-test: rehearsal-binaries ## Test on the rehearsal's real control plane and etcd (tests/integration)
-	$(BIN)/python -m pytest tests/integration -q -rs -p no:cacheprovider
+rehearsal-test: rehearsal-binaries ## Test on the rehearsal's real control plane and etcd (tests/integration/rehearsal, etcd_backup)
+	$(BIN)/python -m pytest tests/integration/rehearsal tests/integration/etcd_backup -q -rs -p no:cacheprovider
 
 install-check: build ## Install the built tarball and list its plugins with ansible-doc
 	bash tools/install-check.sh $(BUILD)/gpushare-cluster-$(VERSION).tar.gz

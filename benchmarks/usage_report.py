@@ -26,16 +26,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _import_modules():
     """The collection's module_utils and the test data generator, from this checkout."""
-    sys.path.insert(0, str(REPO / "tests" / "unit"))
-    sys.path.insert(0, str(REPO / "tests" / "unit" / "integration"))
+    sys.path.insert(0, str(REPO / "tests"))
+    sys.path.insert(0, str(REPO / "tests" / "integration" / "usage"))
     importlib.import_module("conftest")  # puts ansible_collections/gpushare/cluster on sys.path
     base = "ansible_collections.gpushare.cluster.plugins.module_utils."
     return SimpleNamespace(
         series=importlib.import_module("usage_series"),
-        client=importlib.import_module(base + "prometheus_client"),
-        figures=importlib.import_module(base + "usage_figures"),
-        advice=importlib.import_module(base + "usage_advice"),
-        html=importlib.import_module(base + "usage_report_html"),
+        client=importlib.import_module(base + "usage.prometheus"),
+        figures=importlib.import_module(base + "usage.figures"),
+        advice=importlib.import_module(base + "usage.advice"),
+        html=importlib.import_module(base + "usage.report_html"),
     )
 
 

@@ -1,4 +1,4 @@
-"""What the rehearsal tests share: the collection on sys.path, the Go modules, the cache and a
+"""What the rehearsal tests share: the collection tree (tests/conftest.py), the Go modules, the cache and a
 Kueue Configuration shaped as the kueue role renders it. (The fixtures are in conftest.py.)
 
 ``rehearsal_bin`` builds the binaries with the collection's own build
@@ -11,9 +11,10 @@ control plane for the session in a temporary directory and stops it at the end.
 from __future__ import annotations
 
 import os
-import sys
-import tempfile
 from pathlib import Path
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
+from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 GO_DIR = REPO_ROOT / "roles" / "rehearsal" / "files" / "go"
@@ -21,40 +22,21 @@ CACHE_ENV = "GPUSHARE_REHEARSAL_CACHE"
 
 
 def collection_path() -> Path:
-    """A directory holding ansible_collections/gpushare/cluster -> the checkout."""
-    parent = REPO_ROOT.parent
-    if parent.name == "gpushare" and parent.parent.name == "ansible_collections":
-        return parent.parent.parent
-    base = Path(tempfile.gettempdir()) / f"gpushare-collection-{os.getuid()}-{abs(hash(str(REPO_ROOT)))}"
-    link = base / "ansible_collections" / "gpushare" / "cluster"
-    if not link.exists():
-        link.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            link.symlink_to(REPO_ROOT, target_is_directory=True)
-        except FileExistsError:
-            pass
-    return base
+    """The ansible_collections tree tests/conftest.py put on sys.path (it exports where)."""
+    return Path(os.environ["GPUSHARE_COLLECTIONS_PATH"])
 
 
-sys.path.insert(0, str(collection_path()))
+#: The frameworks the rehearsal's Kueue watches: the part of the kueue role's defaults
+#: (helm_values.KUEUE_FRAMEWORKS) the rehearsal tests submit (Jobs, JobSets, plain workloads).
+FRAMEWORKS = ["batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "statefulset"]
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc  # noqa: E402
-
-#: A Configuration shaped as the kueue role renders it (helm_values.kueue_configuration):
-#: the team namespaces are the only ones Kueue manages, every default framework is on.
-KUEUE_CONFIGURATION = {
-    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-    "kind": "Configuration",
-    "health": {"healthProbeBindAddress": ":8081"},
-    "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
-    "webhook": {"port": 9443},
-    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-    "managedJobsNamespaceSelector": {
-        "matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["team-a", "team-b"]}],
-    },
-    "waitForPodsReady": {"timeout": "30m", "blockAdmission": False},
-    "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment", "statefulset"]},
-}
+#: The Configuration the kueue role renders (helm_values.kueue_configuration) for a plan of two
+#: teams: their namespaces are the only ones Kueue manages.
+KUEUE_CONFIGURATION = helm_values.kueue_configuration(
+    {"version": 1, "backend": "dra", "distribution": "kubeadm", "nodes": {},
+     "teams": {"a": {"namespaces": ["team-a"]}, "b": {"namespaces": ["team-b"]}}},
+    {"frameworks": FRAMEWORKS},
+)
 
 
 def cache_root() -> str:

@@ -28,7 +28,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import 
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-FIXTURE = REPO_ROOT / "tests" / "unit" / "fixtures" / "inventories" / "four_gpu_example.yml"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "inventories" / "four_gpu_example.yml"
 KUEUE_DEFAULTS = REPO_ROOT / "roles" / "kueue" / "defaults" / "main.yml"
 KUEUE_API = "/apis/kueue.x-k8s.io/v1beta2"
 TRAINING_USER, DATA_USER = "tess", "dana"

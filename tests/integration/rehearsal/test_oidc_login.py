@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives import hashes  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import padding, rsa  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-FIXTURE = REPO_ROOT / "tests" / "unit" / "fixtures" / "inventories" / "four_gpu_example.yml"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "inventories" / "four_gpu_example.yml"
 CLIENT_ID = "kubernetes"
 
 

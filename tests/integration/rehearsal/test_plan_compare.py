@@ -20,12 +20,11 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.render import hel
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 
-from rehearsal_env import REPO_ROOT, collection_path
+from rehearsal_env import REPO_ROOT
 from test_quotas_day import APPLY_ORDER, HOST, _apply, _apply_gpu_node, _condition, _get, _gpu_job, _wait, _workloads
 
-os.environ.setdefault("GPUSHARE_COLLECTIONS_PATH", str(collection_path()))
 _SPEC = importlib.util.spec_from_file_location(
-    "gpushare_plan_compare_cases", REPO_ROOT / "tests" / "unit" / "playbooks" / "test_plan_compare.py")
+    "gpushare_plan_compare_cases", REPO_ROOT / "tests" / "integration" / "playbooks" / "test_plan_compare_playbook.py")
 cases = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(cases)
 runner = cases.runner

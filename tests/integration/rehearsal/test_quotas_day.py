@@ -27,7 +27,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan impo
 
 from rehearsal_env import REPO_ROOT
 
-FIXTURE = REPO_ROOT / "tests" / "unit" / "fixtures" / "inventories" / "four_gpu_example.yml"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "inventories" / "four_gpu_example.yml"
 RTX = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 HOST = "gpu1"
 UUIDS = {index: "GPU-0000000%d-0000-0000-0000-00000000000%d" % (index, index) for index in range(4)}

@@ -31,7 +31,7 @@ cluster = test_isolation_admission.cluster
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOK = REPO_ROOT / "playbooks" / "team_access.yml"
-FIXTURE = REPO_ROOT / "tests" / "unit" / "fixtures" / "inventories" / "four_gpu_example.yml"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "inventories" / "four_gpu_example.yml"
 PERSON, TEAM, LIFETIME = "trent", "training", 3600
 QUEUE_LABELS = {"kueue.x-k8s.io/queue-name": "training", "kueue.x-k8s.io/priority-class": "training"}
 

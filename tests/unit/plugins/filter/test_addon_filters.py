@@ -18,7 +18,7 @@ FILTERS = {}
 for _module in (plan_objects, readiness, relabel):
     FILTERS.update(_module.FilterModule().filters())
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "addons"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "addons"
 
 
 def _plan(name):

@@ -17,7 +17,7 @@ FILTERS = {}
 for _module in (access, certificates, k8s_topology, k8s_versions, microk8s_args):
     FILTERS.update(_module.FilterModule().filters())
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 
 
 @pytest.mark.parametrize("version", ["v1.35.2", "1.35.2", "1.35", 1.35])

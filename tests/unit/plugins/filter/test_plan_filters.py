@@ -19,7 +19,7 @@ FILTERS = {}
 for _module in (plan_changes, prune_kinds, prune_plan):
     FILTERS.update(_module.FilterModule().filters())
 
-PLAN = yaml.safe_load((Path(__file__).resolve().parents[2] / "fixtures" / "addons" / "plan_example.yml")
+PLAN = yaml.safe_load((Path(__file__).resolve().parents[3] / "fixtures" / "addons" / "plan_example.yml")
                       .read_text(encoding="utf-8"))
 OWNED = {"app.kubernetes.io/managed-by": "gpushare.cluster"}
 

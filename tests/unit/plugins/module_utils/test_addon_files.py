@@ -14,7 +14,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.render import add
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 ROLES = Path(__file__).resolve().parents[4] / "roles"
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
 
 
 def _plan(backend):

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """cert_expiry on the output forms of the distributions' tools.
 
-The fixtures (tests/unit/fixtures/cert_expiry) are written in the forms the pinned sources
+The fixtures (tests/fixtures/cert_expiry) are written in the forms the pinned sources
 print: kubeadm v1.35.4's JSON (cmd/kubeadm/app/apis/output/v1alpha3/types.go field names)
 and text table (cmd/kubeadm/app/cmd/certs.go certTextPrinter: tabwriter padding 3, dates
 "Jan 02, 2006 15:04 MST", "!MISSING! <name>" rows, the [check-expiration] preamble), and
@@ -19,7 +19,7 @@ import pytest
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import cert_expiry
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "cert_expiry"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "cert_expiry"
 NOW = dt.datetime(2026, 12, 3, 12, 0, tzinfo=dt.timezone.utc)
 
 

@@ -15,7 +15,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan impo
 
 from gpushare_checks import device, device_matches, validate_core
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
 RTX = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 UUID2 = "GPU-2fa81118-5a5f-aa66-7660-471eed407181"
 

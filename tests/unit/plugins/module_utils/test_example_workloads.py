@@ -304,7 +304,7 @@ def test_a_two_gpu_fine_tune_on_a_model_with_one_whole_gpu_asks_for_what_exists(
 
 
 def test_a_borrowing_limit_bounds_the_fine_tune():
-    data = yaml.safe_load((Path(__file__).resolve().parents[2] / "fixtures" / "inventories" / "four_gpu_example.yml").read_text())
+    data = yaml.safe_load((Path(__file__).resolve().parents[3] / "fixtures" / "inventories" / "four_gpu_example.yml").read_text())
     teams = copy.deepcopy(data["gpushare_teams"])
     teams[2]["borrow"] = 0
     for backend in ("dra", "device_plugin"):

@@ -13,7 +13,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.discovery imp
     parse_nvidia_smi_xml,
 )
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvidia_smi"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "nvidia_smi"
 
 # capture -> (driver, cuda, GPU count, model, memory MiB, mig current, mig pending, MIG devices on GPU 0)
 CAPTURES = {

@@ -14,7 +14,7 @@ import yaml
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values as hv
 from ansible_collections.gpushare.cluster.plugins.module_utils.sources.mirrors import chart_location
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "addons"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "addons"
 
 
 def load(name):
@@ -311,7 +311,7 @@ def test_dcgm_exporter_attributes_time_sliced_gpus_under_device_plugin(dp_plan):
 def test_dcgm_exporter_settings_exist_in_the_pinned_chart(reference_dir, dra_plan, dp_plan):
     import sys
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "unit" / "roles"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "integration" / "roles"))  # shared with the role render tests
     from addon_checks import values_problems
 
     upstream = yaml.safe_load((reference_dir / "gpu-operator" / "values.yaml").read_text())

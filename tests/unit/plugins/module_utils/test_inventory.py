@@ -15,7 +15,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory
 )
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PlanError, build_plan
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
 TEAMS = [{"name": "a", "namespaces": ["a"], "priority": 10}, {"name": "b", "namespaces": ["b"], "priority": 5}]
 
 

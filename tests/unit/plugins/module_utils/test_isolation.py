@@ -23,7 +23,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan impo
 import gpushare_checks
 from gpushare_checks import require_cel, validate_core
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
 USER = "alice"
 SCHEDULER = "system:kube-scheduler"
 CLAIM_CONTROLLER = "system:serviceaccount:kube-system:resource-claim-controller"

@@ -58,7 +58,7 @@ def test_the_check_sees_an_upward_import(tmp_path):
 
 def _example_plan():
     from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
-    data = yaml.safe_load((ROOT.parents[1] / "tests" / "unit" / "fixtures" / "inventories" / "four_gpu_example.yml").read_text())
+    data = yaml.safe_load((ROOT.parents[1] / "tests" / "fixtures" / "inventories" / "four_gpu_example.yml").read_text())
     return build_plan(data["gpushare_teams"], data["nodes"])
 
 

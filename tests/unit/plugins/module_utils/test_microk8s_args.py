@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import microk8s_args as m
 
-FIXTURES = Path(__file__).resolve().parents[3] / "unit" / "fixtures" / "k8s" / "microk8s"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "k8s" / "microk8s"
 
 
 def _read(name):

@@ -11,7 +11,7 @@ import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PlanError, build_plan, team_quotas
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
 PLAN_KEYS = {"version", "backend", "distribution", "kubernetes_version", "cohort", "nodes", "mig_parted",
              "device_plugin_configs", "teams", "objects", "kueue_configuration", "oidc", "warnings"}
 

@@ -20,7 +20,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils._common import ow
 from ansible_collections.gpushare.cluster.plugins.module_utils.changes import plan_changes
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
 EXAMPLE = yaml.safe_load((FIXTURES / "four_gpu_example.yml").read_text())
 RESEARCH = {"name": "research", "namespaces": ["research"], "priority": 50, "group": "researchers"}
 WHOLE = "gpushare.io/rtx-pro-6000"

@@ -2,7 +2,7 @@
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """plan_inventory, the one validation plan.yml and site.yml share, on the corpus of mistaken
-inventories read as Ansible reads them (tests/unit/fixtures/mistaken_inventories)."""
+inventories read as Ansible reads them (tests/fixtures/mistaken_inventories)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.report import plan_report
 
-FIXTURE = Path(__file__).resolve().parents[3] / "unit" / "fixtures" / "plan_report" / "example_plan.yml"
+FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "plan_report" / "example_plan.yml"
 
 
 @pytest.fixture()
@@ -163,7 +163,7 @@ def _planned(backend):
 
     from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
-    data = _yaml.safe_load((Path(__file__).resolve().parents[2] / "fixtures" / "inventories" / "four_gpu_example.yml").read_text())
+    data = _yaml.safe_load((Path(__file__).resolve().parents[3] / "fixtures" / "inventories" / "four_gpu_example.yml").read_text())
     return build_plan(data["gpushare_teams"], data["nodes"], backend=backend)
 
 

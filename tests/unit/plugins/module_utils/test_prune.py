@@ -16,7 +16,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils._common import ow
 from ansible_collections.gpushare.cluster.plugins.module_utils.changes import prune
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 
 INVENTORY = yaml.safe_load((FIXTURES / "inventories" / "four_gpu_example.yml").read_text())
 

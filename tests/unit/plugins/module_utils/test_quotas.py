@@ -17,7 +17,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner.quotas im
 
 from gpushare_checks import kueue_cel_failures, kueue_webhook_problems, quota_of, validate_kueue
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
 BACKENDS = ("dra", "device_plugin")
 
 

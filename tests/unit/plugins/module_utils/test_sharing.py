@@ -16,7 +16,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner.sharing i
     plan_sharing,
 )
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
 TEAMS = [{"name": "a", "namespaces": ["a"], "priority": 10}, {"name": "b", "namespaces": ["b"], "priority": 5}]
 
 

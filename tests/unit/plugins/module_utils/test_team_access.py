@@ -16,7 +16,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import PlanError, build_plan
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal.cluster import issue_cert, make_ca
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
 OIDC = {"issuer_url": "https://idp.example.com/realms/gpu", "client_id": "kubernetes",
         "groups_prefix": "idp:", "username_claim": "email"}
 TEAMS = [{"name": "training", "namespaces": ["training", "training-dev"], "priority": 10, "group": "ml-training"},

@@ -16,7 +16,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.render import hel
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import yaml_text
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
 
 
 def load(name):

@@ -10,7 +10,7 @@ import yaml
 from module_runner import run_module
 from ansible_collections.gpushare.cluster.plugins.modules import cluster_plan
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
 
 
 def run(capsys, args):

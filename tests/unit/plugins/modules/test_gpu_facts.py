@@ -14,7 +14,7 @@ import pytest
 from module_runner import run_module
 from ansible_collections.gpushare.cluster.plugins.modules import gpu_facts
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "nvidia_smi"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "nvidia_smi"
 
 
 def _fake_tool(tmp_path, name, output_file=None, rc=0, stderr=""):

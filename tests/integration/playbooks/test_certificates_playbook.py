@@ -26,7 +26,7 @@ def _load(name, file_name):
 
 runner = _load("gpushare_playbook_runner", "runner.py")
 mistakes = _load("gpushare_mistakes", "mistakes.py")
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "cert_expiry" / "kubeadm-1.35.json"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "cert_expiry" / "kubeadm-1.35.json"
 PODS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 

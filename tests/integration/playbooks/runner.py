@@ -18,7 +18,7 @@ PLAYBOOKS = REPO_ROOT / "playbooks"
 
 
 def collections_path() -> Path:
-    """The directory holding ansible_collections/gpushare/cluster (set up by tests/unit/conftest.py)."""
+    """The directory holding ansible_collections/gpushare/cluster (set up by tests/conftest.py)."""
     return Path(os.environ["GPUSHARE_COLLECTIONS_PATH"])
 
 

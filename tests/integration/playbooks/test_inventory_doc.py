@@ -6,7 +6,7 @@ meta/argument_specs.yml (generated; this test fails when they drift apart).
 
 Regenerate the role section after changing an argument spec:
 
-    .venv/bin/python tests/unit/playbooks/test_inventory_doc.py --write
+    .venv/bin/python tests/integration/playbooks/test_inventory_doc.py --write
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _generated_part(text: str) -> str:
 def test_role_variables_match_the_argument_specs():
     text = DOC.read_text(encoding="utf-8")
     assert _generated_part(text) == render_role_section(), (
-        "docs/inventory.md is out of date: run .venv/bin/python tests/unit/playbooks/test_inventory_doc.py --write")
+        "docs/inventory.md is out of date: run .venv/bin/python tests/integration/playbooks/test_inventory_doc.py --write")
 
 
 def test_every_global_variable_is_documented():

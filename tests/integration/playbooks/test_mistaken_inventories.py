@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every mistaken inventory of the corpus (tests/unit/fixtures/mistaken_inventories) through
+"""Every mistaken inventory of the corpus (tests/fixtures/mistaken_inventories) through
 plan.yml and site.yml end to end: both refuse it with the same list of errors, plan.yml writes
 nothing, and site.yml stops before it contacts any host."""
 

@@ -2,7 +2,7 @@
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The add-on roles' apply steps, run by ansible-playbook against stand-ins of the
-kubernetes.core modules (tests/unit/fixtures/addons/fake_kubernetes), which keep a small
+kubernetes.core modules (tests/fixtures/addons/fake_kubernetes), which keep a small
 cluster in a JSON file and record every call.
 
 What this proves: apply uses only kubernetes.core modules, installs each chart from the
@@ -24,7 +24,7 @@ import yaml
 from .addon_checks import inventory_plan
 from .k8s_render import collections_dir
 
-FAKE = Path(__file__).resolve().parents[1] / "fixtures" / "addons" / "fake_kubernetes"
+FAKE = Path(__file__).resolve().parents[2] / "fixtures" / "addons" / "fake_kubernetes"
 ROLES = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")
 PASSWORD = "grafana-s3cret-for-the-test"
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The corpus of mistaken inventories (tests/unit/fixtures/mistaken_inventories/README.md).
+"""The corpus of mistaken inventories (tests/fixtures/mistaken_inventories/README.md).
 
 Builds each case as a real inventory directory, reads one as Ansible does (InventoryManager
 and VariableManager: group_vars, host_vars, groups), and pulls the error list out of a
@@ -21,7 +21,7 @@ import yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO_ROOT / "inventories" / "example"
-CORPUS = REPO_ROOT / "tests" / "unit" / "fixtures" / "mistaken_inventories"
+CORPUS = REPO_ROOT / "tests" / "fixtures" / "mistaken_inventories"
 
 
 def load_cases() -> List[Dict[str, Any]]:

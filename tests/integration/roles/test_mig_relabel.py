@@ -2,7 +2,7 @@
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The gpu_operator role's node relabel sequence, run for real by ansible-playbook
-against stand-ins of the kubernetes.core modules (tests/unit/fixtures/addons/
+against stand-ins of the kubernetes.core modules (tests/fixtures/addons/
 fake_kubernetes) that keep a small cluster in a JSON file and log every call.
 
 What this proves: the task order per node (cordon, mark and evict only the GPU pods
@@ -31,7 +31,7 @@ import yaml
 
 from .k8s_render import collections_dir, run_on_fake_cluster
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "addons"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "addons"
 FAKE = FIXTURES / "fake_kubernetes"
 
 

@@ -2,7 +2,7 @@
 # Copyright (c) gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The prune role as the kueue role runs it, by ansible-playbook against the kubernetes.core
-stand-ins (tests/unit/fixtures/addons/fake_kubernetes) holding the objects of an earlier plan.
+stand-ins (tests/fixtures/addons/fake_kubernetes) holding the objects of an earlier plan.
 
 What this proves: check mode and diff mode list the deletions and delete nothing; a real run
 deletes exactly the owned objects of the role's kinds the plan no longer holds, in order, and
@@ -25,7 +25,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan impo
 
 from .k8s_render import run_on_fake_cluster
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 INVENTORY = yaml.safe_load((FIXTURES / "inventories" / "four_gpu_example.yml").read_text())
 
 

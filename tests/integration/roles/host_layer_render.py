@@ -28,7 +28,7 @@ PRIVATE_ROLES = ("gpushare.cluster.host_steps", "gpushare.cluster.kubernetes_ste
 
 def _install_collection_loader() -> None:
     """Let templates call the collection's filters (gpushare.cluster.mirror_url, ...)."""
-    paths = [os.environ["GPUSHARE_COLLECTIONS_PATH"]]  # set up by tests/unit/conftest.py
+    paths = [os.environ["GPUSHARE_COLLECTIONS_PATH"]]  # set up by tests/conftest.py
     if AnsibleCollectionConfig.collection_finder is None:
         # Test modules may have imported the collection as a plain namespace package; the
         # collection finder only serves packages it loads itself.

@@ -1,7 +1,7 @@
 """Run a role's ``render`` entry point with ansible-playbook on fixture facts.
 
 The role's real defaults, vars and templates are used; only ``setup`` is replaced by the
-fixture facts of tests/unit/fixtures/k8s/facts/. Output lands in ``<tmp>/<role>/<host>/``.
+fixture facts of tests/fixtures/k8s/facts/. Output lands in ``<tmp>/<role>/<host>/``.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from pathlib import Path
 
 import yaml
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "k8s"
 
 
 def collections_dir() -> str:
-    """The collection tree tests/unit/conftest.py set up."""
+    """The collection tree tests/conftest.py set up."""
     return os.environ["GPUSHARE_COLLECTIONS_PATH"]
 
 
-FAKE_KUBERNETES = Path(__file__).resolve().parents[1] / "fixtures" / "addons" / "fake_kubernetes"
+FAKE_KUBERNETES = Path(__file__).resolve().parents[2] / "fixtures" / "addons" / "fake_kubernetes"
 
 
 def run_on_fake_cluster(tmp: Path, playbook: Path, state: Path, args=()) -> tuple[subprocess.CompletedProcess, dict]:

@@ -1,4 +1,4 @@
-"""Shared pytest fixtures for the collection's unit tests.
+"""Shared pytest fixtures for every test of the collection (tests/unit and tests/integration).
 
 The collection's Python code imports itself as
 ``ansible_collections.gpushare.cluster``; tests run from a plain checkout, so a
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_ENV = "GPUSHARE_REFERENCE_DIR"
 
 

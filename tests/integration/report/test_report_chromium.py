@@ -136,7 +136,7 @@ def _inventory_gpus(inventory):
 
 def _plan_with_playbook(inventory, directory):
     """Run plan.yml on the inventory (the `make demo` path) into directory."""
-    spec = importlib.util.spec_from_file_location("gpushare_playbook_runner", REPO_ROOT / "tests" / "unit" / "playbooks" / "runner.py")
+    spec = importlib.util.spec_from_file_location("gpushare_playbook_runner", REPO_ROOT / "tests" / "integration" / "playbooks" / "runner.py")
     runner = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(runner)
     result = runner.run_plan_playbook(inventory, directory, "-e", "gpushare_plan_render_addons=false")
