@@ -19,7 +19,7 @@ from ansible.template import Templar
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
-INVENTORY = Path(__file__).resolve().parents[2] / "fixtures" / "inventories" / "four_gpu_example.yml"
+INVENTORY = Path(__file__).resolve().parents[3] / "fixtures" / "inventories" / "four_gpu_example.yml"
 
 
 def example_plan():

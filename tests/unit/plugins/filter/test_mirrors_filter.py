@@ -4,10 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -54,30 +50,6 @@ def test_validate_error_lists_every_field():
         FILTERS["mirror_validate"]({"registry": "https://r", "files": "x"}, {"http": "p:3128"})
     assert all(f in str(err.value) for f in ("gpushare_mirrors.registry", "gpushare_mirrors.files",
                                              "gpushare_proxy.http"))
-
-
-def test_fqcn_in_a_playbook(tmp_path: Path):
-    """The filters resolve by their FQCN and accept Ansible's tagged template values."""
-    collections_root = Path(sys.modules["ansible_collections.gpushare.cluster.plugins.filter.mirrors"].__file__)
-    collections_root = collections_root.parents[5]
-    playbook = tmp_path / "play.yml"
-    playbook.write_text(
-        "- hosts: localhost\n"
-        "  gather_facts: false\n"
-        "  vars:\n"
-        "    gpushare_mirrors: {registry: \"{{ 'registry.internal' }}:5000\"}\n"
-        "  tasks:\n"
-        "    - ansible.builtin.debug:\n"
-        "        msg: \"{{ 'quay.io/prometheus/prometheus:v3' | gpushare.cluster.mirror_image(gpushare_mirrors) }}\"\n",
-        encoding="utf-8")
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collections_root), ANSIBLE_STDOUT_CALLBACK="json",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_INVENTORY_UNPARSED_WARNING="false")
-    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), str(playbook)],
-                            capture_output=True, text=True, env=env, timeout=120, check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-    output = json.loads(result.stdout)
-    msg = output["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"]
-    assert msg == "registry.internal:5000/prometheus/prometheus:v3"
 
 
 def test_hosts_toml_sends_pulls_to_the_mirror():

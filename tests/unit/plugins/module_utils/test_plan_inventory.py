@@ -18,7 +18,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan impo
     CLUSTER_SETTINGS, CONTROLLER_VARIABLES, HOST_VARIABLES, REQUIRED, PlanError, plan_inventory)
 
 _SPEC = importlib.util.spec_from_file_location(
-    "gpushare_mistakes", Path(__file__).resolve().parents[2] / "playbooks" / "mistakes.py")
+    "gpushare_mistakes", Path(__file__).resolve().parents[3] / "integration" / "playbooks" / "mistakes.py")
 mistakes = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(mistakes)
 
