@@ -43,6 +43,9 @@ def _collection_path() -> Path:
 
 COLLECTIONS_PATH = str(_collection_path())
 sys.path.insert(0, COLLECTIONS_PATH)
+# Plain helpers more than one suite uses (playbook runner, the mistaken-inventory corpus, the
+# add-on file checks): importable by name from every test.
+sys.path.insert(0, str(REPO_ROOT / "tests" / "support"))
 # Tests that start ansible-playbook point ANSIBLE_COLLECTIONS_PATH here; one variable
 # serves test modules in every directory (packages or not).
 os.environ["GPUSHARE_COLLECTIONS_PATH"] = COLLECTIONS_PATH

@@ -8,7 +8,6 @@ directory (as the kubelet would), kubectl answers /readyz."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -16,16 +15,10 @@ from pathlib import Path
 
 import pytest
 
-
-def _load(name, file_name):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file_name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+import mistakes  # tests/support
+import runner  # tests/support
 
 
-runner = _load("gpushare_playbook_runner", "runner.py")
-mistakes = _load("gpushare_mistakes", "mistakes.py")
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "cert_expiry" / "kubeadm-1.35.json"
 PODS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 

@@ -5,22 +5,19 @@
 
 The host roles tag their fact tasks ``always``; before the host-layer play chose its hosts
 from the run's tags, those tasks ran with become on every node whatever layer was asked for.
+
 Here the cluster hosts are local with a ``become`` executable that records every call and
 fails, so a single become task of any play would show up.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
-_SPEC = importlib.util.spec_from_file_location("gpushare_playbook_runner", Path(__file__).with_name("runner.py"))
-runner = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(runner)
+import runner  # tests/support
 
 EXAMPLE = runner.REPO_ROOT / "inventories" / "example"
 MULTINODE = runner.REPO_ROOT / "inventories" / "multinode"

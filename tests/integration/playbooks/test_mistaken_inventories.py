@@ -7,22 +7,14 @@ nothing, and site.yml stops before it contacts any host."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-from pathlib import Path
 
 import pytest
 
-
-def _load(name, file_name):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file_name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+import mistakes  # tests/support
+import runner  # tests/support
 
 
-runner = _load("gpushare_playbook_runner", "runner.py")
-mistakes = _load("gpushare_mistakes", "mistakes.py")
 CASES = mistakes.load_cases()
 
 

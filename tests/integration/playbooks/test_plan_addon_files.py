@@ -5,16 +5,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 import yaml
 
-_SPEC = importlib.util.spec_from_file_location("gpushare_playbook_runner", Path(__file__).with_name("runner.py"))
-runner = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(runner)
+import runner  # tests/support
+
 
 EXAMPLE = runner.REPO_ROOT / "inventories" / "example"
 ROLES = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")

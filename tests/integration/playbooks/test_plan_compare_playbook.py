@@ -7,7 +7,6 @@ and site.yml refuses a disruptive change before any host is touched unless confi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from html.parser import HTMLParser
@@ -18,9 +17,8 @@ import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.changes import plan_changes
 
-_SPEC = importlib.util.spec_from_file_location("gpushare_playbook_runner", Path(__file__).with_name("runner.py"))
-runner = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(runner)
+import runner  # tests/support
+
 
 EXAMPLE = runner.REPO_ROOT / "inventories" / "example"
 GROUP_VARS = Path("group_vars") / "all" / "gpushare.yml"

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -16,9 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-_SPEC = importlib.util.spec_from_file_location("gpushare_playbook_runner", Path(__file__).with_name("runner.py"))
-runner = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(runner)
+import runner  # tests/support
+
 
 REPO_ROOT = runner.REPO_ROOT
 PLAYBOOKS = runner.PLAYBOOKS

@@ -6,22 +6,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
-from pathlib import Path
 
 import yaml
 
-
-def _load(name, file_name):
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(file_name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+import runner  # tests/support
 
 
-runner = _load("gpushare_playbook_runner", "runner.py")
 TEAMS = [{"name": "training", "namespaces": ["training"], "priority": 10, "group": "ml-training"},
          {"name": "data", "namespaces": ["data"], "priority": 100}]
 ADMIN = {"apiVersion": "v1", "kind": "Config", "current-context": "admin@c",

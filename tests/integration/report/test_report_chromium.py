@@ -12,7 +12,6 @@ under build/test-artifacts/.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -23,6 +22,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+import runner  # tests/support
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 ARTIFACTS = REPO_ROOT / "build" / "test-artifacts"
@@ -136,9 +137,6 @@ def _inventory_gpus(inventory):
 
 def _plan_with_playbook(inventory, directory):
     """Run plan.yml on the inventory (the `make demo` path) into directory."""
-    spec = importlib.util.spec_from_file_location("gpushare_playbook_runner", REPO_ROOT / "tests" / "integration" / "playbooks" / "runner.py")
-    runner = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(runner)
     result = runner.run_plan_playbook(inventory, directory, "-e", "gpushare_plan_render_addons=false")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return json.loads((directory / "plan.json").read_text(encoding="utf-8"))

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .addon_checks import inventory_plan
+from addon_checks import inventory_plan
 from .k8s_render import collections_dir
 
 FAKE = Path(__file__).resolve().parents[2] / "fixtures" / "addons" / "fake_kubernetes"

@@ -6,7 +6,7 @@ every object of the plan; against the same kubernetes.core stand-ins as test_app
 
 from __future__ import annotations
 
-from .addon_checks import inventory_plan
+from addon_checks import inventory_plan
 from .test_apply_addons import apply, fresh_cluster
 
 

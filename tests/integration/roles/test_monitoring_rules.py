@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .addon_checks import render_alerts
+from addon_checks import render_alerts
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "monitoring"
 RULES = ROLE / "files" / "rules" / "gpushare.rules.yml"

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .addon_checks import MONITORING, inventory_plan, render_alerts, validate_manifest, values_problems
+from addon_checks import MONITORING, inventory_plan, render_alerts, validate_manifest, values_problems
 from .k8s_render import collections_dir
 
 REPO = Path(__file__).resolve().parents[3]

@@ -309,10 +309,7 @@ def test_dcgm_exporter_attributes_time_sliced_gpus_under_device_plugin(dp_plan):
 
 
 def test_dcgm_exporter_settings_exist_in_the_pinned_chart(reference_dir, dra_plan, dp_plan):
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "integration" / "roles"))  # shared with the role render tests
-    from addon_checks import values_problems
+    from addon_checks import values_problems  # tests/support, shared with the role render tests
 
     upstream = yaml.safe_load((reference_dir / "gpu-operator" / "values.yaml").read_text())
     for key in ("env", "enablePodUID"):

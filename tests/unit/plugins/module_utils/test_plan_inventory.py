@@ -6,7 +6,6 @@ inventories read as Ansible reads them (tests/fixtures/mistaken_inventories)."""
 
 from __future__ import annotations
 
-import importlib.util
 import tempfile
 from pathlib import Path
 
@@ -17,10 +16,8 @@ from hypothesis import strategies as st
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import (
     CLUSTER_SETTINGS, CONTROLLER_VARIABLES, HOST_VARIABLES, REQUIRED, PlanError, plan_inventory)
 
-_SPEC = importlib.util.spec_from_file_location(
-    "gpushare_mistakes", Path(__file__).resolve().parents[3] / "integration" / "playbooks" / "mistakes.py")
-mistakes = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(mistakes)
+import mistakes  # tests/support
+
 
 # Cases of layer settings need the role defaults the playbooks read (README.md of the corpus).
 CASES = [case for case in mistakes.load_cases() if not case.get("layer")]

@@ -16,12 +16,12 @@ import yaml
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 # The schema and CRD helpers the planner's tests use (kubernetes-validate, Kueue CRDs + CEL).
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "plugins" / "module_utils"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "plugins" / "module_utils"))
 _checks = importlib.import_module("gpushare_checks")
 validate_core = _checks.validate_core
 validate_kueue = _checks.validate_kueue
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 
 # values file -> upstream values.yaml of the pinned chart (under the reference dir)
 UPSTREAM_VALUES = {

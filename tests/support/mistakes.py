@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO_ROOT / "inventories" / "example"
 CORPUS = REPO_ROOT / "tests" / "fixtures" / "mistaken_inventories"
 

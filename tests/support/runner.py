@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOKS = REPO_ROOT / "playbooks"
 
 
