@@ -11,6 +11,7 @@ control plane for the session in a temporary directory and stops it at the end.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
@@ -37,6 +38,17 @@ KUEUE_CONFIGURATION = helm_values.kueue_configuration(
      "teams": {"a": {"namespaces": ["team-a"]}, "b": {"namespaces": ["team-b"]}}},
     {"frameworks": FRAMEWORKS},
 )
+
+
+def wait_until(what, check, timeout, interval):
+    """check()'s first true result, polled every interval seconds; fails after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError("%s: not reached in %g s" % (what, timeout))
 
 
 def cache_root() -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import json
 import ssl
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -26,6 +25,8 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.render import hel
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import isolation
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
+
+from rehearsal_env import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "inventories" / "four_gpu_example.yml"
@@ -67,13 +68,7 @@ def _request(info, method, path, body=None, cert=None, impersonate=None, content
 
 
 def _wait_for(what, check, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = check()
-        if result:
-            return result
-        time.sleep(0.5)
-    raise AssertionError("%s: not reached in %s s" % (what, timeout))
+    return wait_until(what, check, timeout, interval=0.5)
 
 
 def _path(obj):

@@ -25,7 +25,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.render import hel
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
-from rehearsal_env import REPO_ROOT
+from rehearsal_env import REPO_ROOT, wait_until
 
 FIXTURE = REPO_ROOT / "tests" / "fixtures" / "inventories" / "four_gpu_example.yml"
 RTX = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
@@ -79,13 +79,7 @@ def _delete(info, kind, name, namespace=None):
 
 
 def _wait(what, check, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(1.0)
-    raise AssertionError("%s: not reached in %d s" % (what, timeout))
+    return wait_until(what, check, timeout, interval=1.0)
 
 
 def _condition(obj, kind):

@@ -22,7 +22,7 @@ from ansible.module_utils.testing import patch_module_args
 import usage_series
 from ansible_collections.gpushare.cluster.plugins.modules import gpu_usage
 
-PROMETHEUS = "/usr/bin/prometheus"
+PROMETHEUS = usage_series.PROMETHEUS
 DAY = 86400
 
 
@@ -43,9 +43,7 @@ def _running_on(data_dir: Path) -> list:
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory, repo_root):
-    promtool = shutil.which("promtool")
-    if not (os.access(PROMETHEUS, os.X_OK) and promtool):
-        pytest.skip("needs the Debian package prometheus (/usr/bin/prometheus and promtool)")
+    promtool = usage_series.promtool_or_skip()
     work = tmp_path_factory.mktemp("usage-prometheus")
     end = int(time.time()) // 3600 * 3600 - 3 * 3600
     start = end - 14 * DAY

@@ -10,7 +10,6 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import time
 
 import pytest
@@ -22,7 +21,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan impo
 from ansible_collections.gpushare.cluster.plugins.module_utils.usage.advice import apply_proposal
 from ansible_collections.gpushare.cluster.plugins.modules import gpu_usage
 
-PROMETHEUS = "/usr/bin/prometheus"
+PROMETHEUS = usage_series.PROMETHEUS
 DAY = 86400
 
 
@@ -33,9 +32,7 @@ def _plan(teams, nodes):
 
 @pytest.fixture(scope="module")
 def usage(tmp_path_factory, repo_root):
-    promtool = shutil.which("promtool")
-    if not (os.access(PROMETHEUS, os.X_OK) and promtool):
-        pytest.skip("needs the Debian package prometheus (/usr/bin/prometheus and promtool)")
+    promtool = usage_series.promtool_or_skip()
     work = tmp_path_factory.mktemp("usage-traps")
     end = int(time.time()) // DAY * DAY - DAY
     start = end - 2 * DAY

@@ -35,6 +35,7 @@ import urllib.request
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
+import pytest
 import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.quotas import TEAM_LABEL
@@ -51,6 +52,16 @@ GIB = 1024
 GPU_MIB = 97887  # RTX PRO 6000 Server Edition framebuffer as DCGM reports it
 MIG_MIB = 23 * GIB + 512
 WAIT_BUCKETS = [2.0 ** i for i in range(14)]  # Kueue: ExponentialBuckets(1, 2, 14)
+
+PROMETHEUS = "/usr/bin/prometheus"
+
+
+def promtool_or_skip() -> str:
+    """promtool's path; the test is skipped without the Debian package prometheus."""
+    promtool = shutil.which("promtool")
+    if not (os.access(PROMETHEUS, os.X_OK) and promtool):
+        pytest.skip("needs the Debian package prometheus (/usr/bin/prometheus and promtool)")
+    return promtool
 
 
 def _hour(stamp: int) -> float:
