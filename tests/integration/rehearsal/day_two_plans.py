@@ -4,24 +4,20 @@ case the plan before it with one thing changed (docs/operations.md, Pruning)."""
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any, Dict, List, Tuple
+
+import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
-TEAMS = [
-    {"name": "production", "namespaces": ["production"], "priority": 1000, "group": "production-engineers"},
-    {"name": "data", "namespaces": ["data"], "priority": 100, "group": "data-scientists"},
-    {"name": "training", "namespaces": ["training"], "priority": 10, "group": "ml-training"},
-]
+#: The worked example (tests/fixtures/inventories/four_gpu_example.yml): its teams and gpu1;
+#: gpu2 is two L40S here.
+EXAMPLE = yaml.safe_load((Path(__file__).resolve().parents[2] / "fixtures" / "inventories"
+                          / "four_gpu_example.yml").read_text(encoding="utf-8"))
+TEAMS = EXAMPLE["gpushare_teams"]
 NODES = {
-    "gpu1": [
-        {"index": 0, "model": "RTX-PRO-6000", "team": "production", "use": "whole"},
-        {"index": 1, "model": "RTX-PRO-6000", "team": "production", "use": "mig",
-         "mig": {"instances": [{"name": "embeddings", "memory": "10GiB"}, {"name": "classifier", "memory": "10GiB"},
-                               {"name": "speech-to-text", "memory": "20GiB"}]}},
-        {"index": 2, "model": "RTX-PRO-6000", "team": "data", "use": "shared", "replicas": 5},
-        {"index": 3, "model": "RTX-PRO-6000", "team": "training", "use": "whole"},
-    ],
+    "gpu1": EXAMPLE["nodes"]["gpu1"],
     "gpu2": [
         {"index": 0, "model": "L40S", "team": "training", "use": "shared", "replicas": 4},
         {"index": 1, "model": "L40S", "team": "data", "use": "whole"},
