@@ -11,6 +11,9 @@ they cannot drift.
 
 from __future__ import annotations
 
+import re
+from typing import NamedTuple, Optional
+
 # Kubernetes minors the collection installs and plans for, oldest first.
 SUPPORTED_KUBERNETES_MINORS = ("1.34", "1.35", "1.36")
 # The minor used when gpushare_kubernetes_version is not set. The planner (and so the preflight
@@ -112,3 +115,35 @@ REHEARSAL_VERSIONS = {
     "kueue": CHART_VERSIONS["kueue_version"],
     "kwok": "0.8.0",
 }
+
+
+class KubernetesVersion(NamedTuple):
+    """A Kubernetes version split into its parts: ``v1.35.2-1.1`` -> 1, 35, 2, ``"-1.1"``."""
+
+    major: int
+    minor: int
+    patch: Optional[int]
+    # What follows the numbers: a pre-release (``-rc.1``), build or package revision (``-1.1``).
+    suffix: str
+
+
+_KUBERNETES_VERSION = re.compile(r"^v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.(?P<patch>\d+))?(?P<suffix>[-+].*)?$")
+
+
+def parse_kubernetes_version(version: object) -> Optional[KubernetesVersion]:
+    """The one Kubernetes version parser: ``'1.35'``, ``'v1.35.2'``, ``'1.35.2-1.1'`` -> its parts.
+
+    None when ``version`` is not a version; each caller says in its own words what it accepts
+    (the planner only 1.x without a suffix, the Kubernetes roles package revisions too).
+    """
+    match = _KUBERNETES_VERSION.match(str(version).strip())
+    if not match:
+        return None
+    patch = match.group("patch")
+    return KubernetesVersion(int(match.group("major")), int(match.group("minor")),
+                             None if patch is None else int(patch), match.group("suffix") or "")
+
+
+# The supported minors as numbers (35 for "1.35").
+SUPPORTED_KUBERNETES_MINOR_NUMBERS = tuple(
+    parse_kubernetes_version(minor).minor for minor in SUPPORTED_KUBERNETES_MINORS)  # type: ignore[union-attr]

@@ -189,10 +189,10 @@ class ManifestError(GpushareError):
 
 
 def _minor(version: str) -> str:
-    parts = str(version).lstrip("v").split(".")
-    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+    parsed = versions.parse_kubernetes_version(version)
+    if parsed is None:
         raise ManifestError(f"kubernetes_version: {version!r} is not a Kubernetes version such as 1.35 or 1.35.2")
-    return f"{parts[0]}.{parts[1]}"
+    return f"{parsed.major}.{parsed.minor}"
 
 
 def _check_versions(settings: Mapping[str, Any], errors: List[str]) -> None:

@@ -23,7 +23,6 @@ SUPPORTED_MINORS = versions.SUPPORTED_KUBERNETES_MINORS
 KNOWN_CNIS = ("calico", "cilium", "none")
 DISTRIBUTIONS = versions.DISTRIBUTIONS
 
-_VERSION_RE = re.compile(r"^v?(?P<major>\d+)\.(?P<minor>\d+)(?:\.(?P<patch>\d+))?(?:[-+].*)?$")
 
 
 class TopologyError(GpushareError):
@@ -32,12 +31,10 @@ class TopologyError(GpushareError):
 
 def parse_version(version: object, field: str = "gpushare_kubernetes_version") -> tuple:
     """Return (major, minor, patch or None) for '1.35', 'v1.35.2', '1.35.2-1.1'."""
-    text = str(version).strip()
-    match = _VERSION_RE.match(text)
-    if not match:
+    parsed = versions.parse_kubernetes_version(version)
+    if parsed is None:
         raise TopologyError(f"{field}: {version!r} is not a Kubernetes version such as '1.35' or 'v1.35.2'")
-    patch = match.group("patch")
-    return int(match.group("major")), int(match.group("minor")), None if patch is None else int(patch)
+    return parsed.major, parsed.minor, parsed.patch
 
 
 def minor_of(version: object, field: str = "gpushare_kubernetes_version") -> str:

@@ -11,7 +11,6 @@ and nothing partial is ever returned.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import dra_objects
@@ -31,7 +30,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors im
 PLAN_VERSION = contract.PLAN_VERSION
 DISTRIBUTIONS = versions.DISTRIBUTIONS
 # The supported minors as numbers (34 for "1.34"), for the version check below.
-SUPPORTED_MINORS = tuple(int(minor.split(".")[1]) for minor in versions.SUPPORTED_KUBERNETES_MINORS)
+SUPPORTED_MINORS = versions.SUPPORTED_KUBERNETES_MINOR_NUMBERS
 # Argument spec of the options every planner module shares (doc fragment
 # gpushare.cluster.plan_inputs documents them).
 PLAN_INPUT_ARGUMENT_SPEC = dict(
@@ -42,7 +41,6 @@ PLAN_INPUT_ARGUMENT_SPEC = dict(
     cohort=dict(type="str", default="gpushare"),
     tolerations=dict(type="list", elements="dict", default=[]),
 )
-_VERSION = re.compile(r"^v?1\.(\d+)(\.\d+)?$")
 
 # The one home of which cluster-wide settings have a default: inventory variable ->
 # (plan field, default). REQUIRED ones must be set; docs/inventory.md, the argument specs of
@@ -66,10 +64,11 @@ CONTROLLER_VARIABLES = tuple(CLUSTER_SETTINGS) + ("gpushare_teams", "gpushare_mi
 
 def minor_version(kubernetes_version: Any) -> Optional[str]:
     """``"1.35"`` for ``1.35``, ``"v1.35.0"`` or ``"1.35.2"``; None when it is not a supported version."""
-    match = _VERSION.match(str(kubernetes_version).strip()) if isinstance(kubernetes_version, (str, float)) else None
-    if not match or int(match.group(1)) not in SUPPORTED_MINORS:
+    # A plan names a minor: 1.x, without a package revision or pre-release suffix.
+    parsed = versions.parse_kubernetes_version(kubernetes_version) if isinstance(kubernetes_version, (str, float)) else None
+    if parsed is None or parsed.major != 1 or parsed.suffix or parsed.minor not in SUPPORTED_MINORS:
         return None
-    return "1.%d" % int(match.group(1))
+    return "1.%d" % parsed.minor
 
 
 def _check_settings(backend: Any, distribution: Any, kubernetes_version: Any, cohort: Any, errors: List[str],
