@@ -24,7 +24,6 @@ KNOWN_CNIS = ("calico", "cilium", "none")
 DISTRIBUTIONS = versions.DISTRIBUTIONS
 
 
-
 class TopologyError(GpushareError):
     """Bad cluster input (versions, networks, host groups)."""
 
