@@ -438,10 +438,10 @@ def _microk8s_images(minor: str) -> Dict[str, str]:
     # branch (it names Calico v3.28.1, CoreDNS 1.10.1, pause 3.10), so no tag for 1.35 is
     # taken from it.
     return {"component": "microk8s", "repository": "(MicroK8s add-on images: calico, coredns, pause)",
-                       "mirror": "",
-                       "resolve": f"build-scripts/images.txt on the {minor} branch of canonical/microk8s lists "
-                                  "them; or `microk8s ctr images ls` on a connected node of the same channel, "
-                                  "or `microk8s images export-local` there and `microk8s images import` offline"}
+            "mirror": "",
+            "resolve": f"build-scripts/images.txt on the {minor} branch of canonical/microk8s lists "
+                       "them; or `microk8s ctr images ls` on a connected node of the same channel, "
+                       "or `microk8s images export-local` there and `microk8s images import` offline"}
 
 
 def _add_extra_images(images: Dict[str, Dict[str, Any]], settings: Mapping[str, Any], mirrors: Mapping[str, Any],
