@@ -264,19 +264,7 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
     Raises ``ManifestError`` listing every problem.
     """
     errors: List[str] = []
-    distribution = settings.get("distribution", "microk8s")
-    backend = settings.get("backend", "dra")
-    if distribution not in DISTRIBUTIONS:
-        errors.append(f"distribution: {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
-    if backend not in BACKENDS:
-        errors.append(f"backend: {backend!r} is not one of {', '.join(BACKENDS)}")
-    cni = settings.get("cni", "calico")
-    if distribution == "kubeadm" and cni not in CNIS:
-        errors.append(f"cni: {cni!r} is not one of {', '.join(CNIS)}")
-    architectures = list(settings.get("architectures") or ["amd64"])
-    for arch in architectures:
-        if arch not in ARCHITECTURES:
-            errors.append(f"architectures: {arch!r} is not one of {', '.join(ARCHITECTURES)}")
+    distribution, backend, cni, architectures = _check_choices(settings, errors)
     _check_versions(settings, errors)
     mirrors = settings.get("mirrors") or {}
     errors += mirror_lib.mirror_errors(mirrors)
@@ -291,14 +279,75 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
     if driver_enabled and not nodes:
         errors.append("nodes/driver_os: the GPU Operator installs the driver, so the GPU nodes' operating "
                       "systems are needed to name the driver images (e.g. driver_os: [ubuntu24.04])")
-    if errors:
-        raise ManifestError("cannot build the mirror manifest:\n- " + "\n- ".join(errors))
+    _raise_if(errors)
     mirrors = mirror_lib.normalize_mirrors(mirrors)
     flags = dict(settings)
     flags.update({"backend": backend, "distribution": distribution})
 
     images: Dict[str, Dict[str, Any]] = {}
     warnings: List[str] = []
+    _add_chart_images(images, settings, flags, mirrors)
+    if driver_enabled:
+        warnings += _add_driver_images(images, settings, nodes, mirrors, errors)
+    unresolved: List[Dict[str, str]] = []
+    for chart, repository, when, reason in UNRESOLVED_TABLE:
+        if _wanted(when, flags):
+            unresolved.append({"component": chart, "repository": repository,
+                               "mirror": mirror_lib.mirror_repository(repository, mirrors), "resolve": reason})
+    if distribution == "kubeadm":
+        unresolved += _kubeadm_images(images, settings, kubernetes_version, minor, cni, mirrors)
+    else:
+        unresolved.append(_microk8s_images(minor))
+    _add_extra_images(images, settings, mirrors, errors)
+    _raise_if(errors)
+    # A repository pinned through extra_images is resolved: it is listed with its tag.
+    pinned = {mirror_lib.parse_image(key).name for key in images}
+    unresolved = [entry for entry in unresolved
+                  if entry["repository"].startswith("(")
+                  or mirror_lib.parse_image(entry["repository"]).name not in pinned]
+
+    ordered_images = [images[key] for key in sorted(images)]
+    return {
+        "version": MANIFEST_VERSION,
+        "settings": {"distribution": distribution, "backend": backend, "kubernetes_version": kubernetes_version,
+                     "driver_os": sorted({node["os_tag"] for node in nodes}), "architectures": architectures},
+        "images": ordered_images,
+        "unresolved": sorted(unresolved, key=lambda item: (item["component"], item["repository"])),
+        "charts": _charts(settings, distribution, backend, cni, mirrors),
+        "packages": _packages(settings, distribution, minor, nodes, mirrors),
+        "snaps": _snaps(distribution, minor),
+        "files": _files(architectures, mirrors),
+        "not_mirrored": list(NOT_MIRRORED),
+        "warnings": sorted(set(warnings)),
+    }
+
+
+def _raise_if(errors: List[str]) -> None:
+    if errors:
+        raise ManifestError("cannot build the mirror manifest:\n- " + "\n- ".join(errors))
+
+
+def _check_choices(settings: Mapping[str, Any], errors: List[str]) -> Tuple[str, str, str, List[str]]:
+    """distribution, backend, cni and architectures of ``settings``; unknown ones go to ``errors``."""
+    distribution = settings.get("distribution", "microk8s")
+    backend = settings.get("backend", "dra")
+    if distribution not in DISTRIBUTIONS:
+        errors.append(f"distribution: {distribution!r} is not one of {', '.join(DISTRIBUTIONS)}")
+    if backend not in BACKENDS:
+        errors.append(f"backend: {backend!r} is not one of {', '.join(BACKENDS)}")
+    cni = settings.get("cni", "calico")
+    if distribution == "kubeadm" and cni not in CNIS:
+        errors.append(f"cni: {cni!r} is not one of {', '.join(CNIS)}")
+    architectures = list(settings.get("architectures") or ["amd64"])
+    for arch in architectures:
+        if arch not in ARCHITECTURES:
+            errors.append(f"architectures: {arch!r} is not one of {', '.join(ARCHITECTURES)}")
+    return distribution, backend, cni, architectures
+
+
+def _add_chart_images(images: Dict[str, Dict[str, Any]], settings: Mapping[str, Any], flags: Mapping[str, Any],
+                      mirrors: Mapping[str, Any]) -> None:
+    """The images the pinned charts' values name, and the monitoring volumes' provisioner."""
     for chart, path, reference, when, source in IMAGE_TABLE:
         if _wanted(when, flags):
             _add_image(images, reference, chart, path or "sub-chart", source if source != "values" else
@@ -312,79 +361,92 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
                        f"local-path-provisioner {local_path.VERSION} (plugins/module_utils/render/local_path.py)",
                        mirrors)
 
-    if driver_enabled:
-        version = str(settings.get("driver_version") or GPU_OPERATOR_DRIVER_VERSION)
-        precompiled = bool(settings.get("driver_precompiled", False))
-        for node in nodes:
-            try:
-                found = mirror_lib.driver_image(version, node["os_tag"], precompiled, node["kernel"],
-                                                host=node["host"])
-            except ValueError as exc:
-                errors.append(str(exc))
-                continue
-            warnings += found["warnings"]
-            _add_image(images, found["image"], "gpu-operator",
-                       f"driver ({node['os_tag']}{', precompiled' if precompiled else ''})",
-                       "GPU Operator driver image naming for the node OS", mirrors)
-    unresolved: List[Dict[str, str]] = []
-    for chart, repository, when, reason in UNRESOLVED_TABLE:
-        if _wanted(when, flags):
-            unresolved.append({"component": chart, "repository": repository,
-                               "mirror": mirror_lib.mirror_repository(repository, mirrors), "resolve": reason})
 
-    if distribution == "kubeadm":
-        exact = kubernetes_version.lstrip("v")
-        if exact.count(".") == 2:
-            for name in KUBEADM_IMAGES:
-                _add_image(images, f"registry.k8s.io/{name}:v{exact}", "kubeadm", "control plane",
-                           "kubeadm, exact Kubernetes version", mirrors)
-        else:
-            for name in KUBEADM_IMAGES:
-                unresolved.append({"component": "kubeadm", "repository": f"registry.k8s.io/{name}",
-                                   "mirror": mirror_lib.mirror_repository(f"registry.k8s.io/{name}", mirrors),
-                                   "resolve": f"tag = the exact patch release of {minor}; set "
-                                              f"gpushare_kubernetes_version to it (e.g. \"{minor}.2\"): the "
-                                              f"kubeadm role then installs that release and these tags are listed"})
-        # etcd, CoreDNS and pause come from kubeadm's cmd/kubeadm/app/constants/constants.go
-        # (DefaultEtcdVersion/SupportedEtcdVersion, CoreDNSVersion, PauseVersion) of the exact
-        # kubeadm release. Those constants move within a minor: etcd's own guide for bumping
-        # etcd in Kubernetes (etcd-io/etcd) changes SupportedEtcdVersion for 1.34, 1.35 and 1.36
-        # together, from 3.6.8-0 to 3.6.9-0, so a minor alone does not name the tag. The only
-        # stored constants.go of kubernetes/kubernetes (3301161c36ac9c27854a7b4636139d4ebde43e72)
-        # is of the 1.31 line (SupportedEtcdVersion 29-31, etcd 3.5.15-0, CoreDNS v1.11.3, pause
-        # 3.10), and build/dependencies.yaml (991b78f93068755236e3eeff83205f048f3d51b8) of the
-        # 1.33 line: neither is release-1.34/1.35/1.36, so no tag is taken from them.
-        for name in ("etcd", "coredns/coredns", "pause"):
+def _add_driver_images(images: Dict[str, Dict[str, Any]], settings: Mapping[str, Any], nodes: List[Dict[str, Any]],
+                       mirrors: Mapping[str, Any], errors: List[str]) -> List[str]:
+    """The GPU Operator's driver image of each GPU node's OS; returns the warnings."""
+    warnings: List[str] = []
+    version = str(settings.get("driver_version") or GPU_OPERATOR_DRIVER_VERSION)
+    precompiled = bool(settings.get("driver_precompiled", False))
+    for node in nodes:
+        try:
+            found = mirror_lib.driver_image(version, node["os_tag"], precompiled, node["kernel"],
+                                            host=node["host"])
+        except ValueError as exc:
+            errors.append(str(exc))
+            continue
+        warnings += found["warnings"]
+        _add_image(images, found["image"], "gpu-operator",
+                   f"driver ({node['os_tag']}{', precompiled' if precompiled else ''})",
+                   "GPU Operator driver image naming for the node OS", mirrors)
+    return warnings
+
+
+def _kubeadm_images(images: Dict[str, Dict[str, Any]], settings: Mapping[str, Any], kubernetes_version: str,
+                    minor: str, cni: str, mirrors: Mapping[str, Any]) -> List[Dict[str, str]]:
+    """kubeadm's control-plane images (listed when the version is exact) and kube-vip; returns what stays unresolved."""
+    unresolved: List[Dict[str, str]] = []
+    exact = kubernetes_version.lstrip("v")
+    if exact.count(".") == 2:
+        for name in KUBEADM_IMAGES:
+            _add_image(images, f"registry.k8s.io/{name}:v{exact}", "kubeadm", "control plane",
+                       "kubeadm, exact Kubernetes version", mirrors)
+    else:
+        for name in KUBEADM_IMAGES:
             unresolved.append({"component": "kubeadm", "repository": f"registry.k8s.io/{name}",
                                "mirror": mirror_lib.mirror_repository(f"registry.k8s.io/{name}", mirrors),
-                               "resolve": "`kubeadm config images list --kubernetes-version <version>` on a "
-                                          "connected machine (kubeadm's constants of that exact release "
-                                          "name the tag; they change between patch releases)"})
-        if settings.get("kube_vip"):
-            _add_image(images, f"ghcr.io/kube-vip/kube-vip:{settings.get('kube_vip_version', KUBE_VIP_VERSION)}",
-                       "kubeadm", "control-plane VIP", "kubeadm role default", mirrors)
-        # The CNI chart's operator picks its images. Not found for the pinned charts: the stored
-        # projectcalico/calico charts/tigera-operator/values.yaml
-        # (fb5809a90ae8581f09b955a3f5873f2063a47005) and tigera/operator config/calico_versions.yml
-        # (02b8311d5df046df694e8859a5317e0f08fc0cdb) are master ("version: master"), not
-        # v3.32.0; cilium/cilium install/kubernetes/cilium/values.yaml
-        # (c547745f2c39e349a250f3952591af147d31245d) is main (quay.io/cilium/cilium-ci:latest) and
-        # the stored Chart.yaml is 1.8.0-rc3, not 1.18.0.
-        if cni != "none":
-            unresolved.append({"component": cni, "repository": "(CNI images)", "mirror": "",
-                               "resolve": f"the {cni} chart and operator choose them; `helm template` the pulled "
-                                          f"chart and list the operator's images for {CHARTS['tigera-operator' if cni == 'calico' else 'cilium']['version']}"})
-    else:
-        # canonical/microk8s keeps the list per release branch in build-scripts/images.txt
-        # (written by build-scripts/update-images.sh from a running snap of that channel).
-        # The only stored copy (d787b597d33da2b62fe992df431e3f790df08d79) is not the 1.35
-        # branch (it names Calico v3.28.1, CoreDNS 1.10.1, pause 3.10), so no tag for 1.35 is
-        # taken from it.
-        unresolved.append({"component": "microk8s", "repository": "(MicroK8s add-on images: calico, coredns, pause)",
-                           "mirror": "",
-                           "resolve": f"build-scripts/images.txt on the {minor} branch of canonical/microk8s lists "
-                                      "them; or `microk8s ctr images ls` on a connected node of the same channel, "
-                                      "or `microk8s images export-local` there and `microk8s images import` offline"})
+                               "resolve": f"tag = the exact patch release of {minor}; set "
+                                          f"gpushare_kubernetes_version to it (e.g. \"{minor}.2\"): the "
+                                          f"kubeadm role then installs that release and these tags are listed"})
+    # etcd, CoreDNS and pause come from kubeadm's cmd/kubeadm/app/constants/constants.go
+    # (DefaultEtcdVersion/SupportedEtcdVersion, CoreDNSVersion, PauseVersion) of the exact
+    # kubeadm release. Those constants move within a minor: etcd's own guide for bumping
+    # etcd in Kubernetes (etcd-io/etcd) changes SupportedEtcdVersion for 1.34, 1.35 and 1.36
+    # together, from 3.6.8-0 to 3.6.9-0, so a minor alone does not name the tag. The only
+    # stored constants.go of kubernetes/kubernetes (3301161c36ac9c27854a7b4636139d4ebde43e72)
+    # is of the 1.31 line (SupportedEtcdVersion 29-31, etcd 3.5.15-0, CoreDNS v1.11.3, pause
+    # 3.10), and build/dependencies.yaml (991b78f93068755236e3eeff83205f048f3d51b8) of the
+    # 1.33 line: neither is release-1.34/1.35/1.36, so no tag is taken from them.
+    for name in ("etcd", "coredns/coredns", "pause"):
+        unresolved.append({"component": "kubeadm", "repository": f"registry.k8s.io/{name}",
+                           "mirror": mirror_lib.mirror_repository(f"registry.k8s.io/{name}", mirrors),
+                           "resolve": "`kubeadm config images list --kubernetes-version <version>` on a "
+                                      "connected machine (kubeadm's constants of that exact release "
+                                      "name the tag; they change between patch releases)"})
+    if settings.get("kube_vip"):
+        _add_image(images, f"ghcr.io/kube-vip/kube-vip:{settings.get('kube_vip_version', KUBE_VIP_VERSION)}",
+                   "kubeadm", "control-plane VIP", "kubeadm role default", mirrors)
+    # The CNI chart's operator picks its images. Not found for the pinned charts: the stored
+    # projectcalico/calico charts/tigera-operator/values.yaml
+    # (fb5809a90ae8581f09b955a3f5873f2063a47005) and tigera/operator config/calico_versions.yml
+    # (02b8311d5df046df694e8859a5317e0f08fc0cdb) are master ("version: master"), not
+    # v3.32.0; cilium/cilium install/kubernetes/cilium/values.yaml
+    # (c547745f2c39e349a250f3952591af147d31245d) is main (quay.io/cilium/cilium-ci:latest) and
+    # the stored Chart.yaml is 1.8.0-rc3, not 1.18.0.
+    if cni != "none":
+        unresolved.append({"component": cni, "repository": "(CNI images)", "mirror": "",
+                           "resolve": f"the {cni} chart and operator choose them; `helm template` the pulled "
+                                      f"chart and list the operator's images for {CHARTS['tigera-operator' if cni == 'calico' else 'cilium']['version']}"})
+    return unresolved
+
+
+def _microk8s_images(minor: str) -> Dict[str, str]:
+    """MicroK8s brings its add-on images itself: what to look up for the channel."""
+    # canonical/microk8s keeps the list per release branch in build-scripts/images.txt
+    # (written by build-scripts/update-images.sh from a running snap of that channel).
+    # The only stored copy (d787b597d33da2b62fe992df431e3f790df08d79) is not the 1.35
+    # branch (it names Calico v3.28.1, CoreDNS 1.10.1, pause 3.10), so no tag for 1.35 is
+    # taken from it.
+    return {"component": "microk8s", "repository": "(MicroK8s add-on images: calico, coredns, pause)",
+            "mirror": "",
+            "resolve": f"build-scripts/images.txt on the {minor} branch of canonical/microk8s lists "
+                       "them; or `microk8s ctr images ls` on a connected node of the same channel, "
+                       "or `microk8s images export-local` there and `microk8s images import` offline"}
+
+
+def _add_extra_images(images: Dict[str, Dict[str, Any]], settings: Mapping[str, Any], mirrors: Mapping[str, Any],
+                      errors: List[str]) -> None:
+    """The inventory's extra_images, each with a tag or digest."""
     for index, reference in enumerate(settings.get("extra_images") or []):
         try:
             parsed = mirror_lib.parse_image(str(reference))
@@ -396,14 +458,11 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
                           f"image (e.g. {parsed.name}:<tag>)")
             continue
         _add_image(images, str(reference), "extra", "extra_images", "inventory", mirrors)
-    if errors:
-        raise ManifestError("cannot build the mirror manifest:\n- " + "\n- ".join(errors))
-    # A repository pinned through extra_images is resolved: it is listed with its tag.
-    pinned = {mirror_lib.parse_image(key).name for key in images}
-    unresolved = [entry for entry in unresolved
-                  if entry["repository"].startswith("(")
-                  or mirror_lib.parse_image(entry["repository"]).name not in pinned]
 
+
+def _charts(settings: Mapping[str, Any], distribution: str, backend: str, cni: str,
+            mirrors: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The pinned charts the settings install."""
     charts = []
     wanted_charts = ["gpu-operator", "kueue"]
     if backend == "dra":
@@ -417,7 +476,12 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
         location = mirror_lib.chart_location(name, chart["version"], chart["repository"], mirrors)
         charts.append({"name": name, "version": chart["version"], "repository": chart["repository"],
                        "archive": f"{name}-{chart['version']}.tgz", "mirror": location["chart_ref"]})
+    return charts
 
+
+def _packages(settings: Mapping[str, Any], distribution: str, minor: str, nodes: List[Dict[str, Any]],
+              mirrors: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The package repositories of each OS family of the nodes."""
     families = settings.get("os_families") or sorted(
         {"dnf" if node["os_tag"].startswith(("rocky", "rhel")) else "apt" for node in nodes} or {"apt"})
     packages = []
@@ -428,34 +492,28 @@ def build_manifest(settings: Mapping[str, Any]) -> Dict[str, Any]:
             upstream = repo["upstream"].format(minor=minor)
             packages.append({"manager": family, "name": name, "upstream": upstream, "purpose": repo["purpose"],
                              "mirror": mirror_lib.repository_url(family, name, upstream, mirrors)})
+    return packages
 
+
+def _snaps(distribution: str, minor: str) -> List[Dict[str, Any]]:
+    """The MicroK8s snap of the minor's channel."""
     snaps = []
     if distribution == "microk8s":
         snaps.append({"name": "microk8s", "channel": f"{minor}/stable", "classic": True,
                       "note": "download with `snap download microk8s --channel=<channel>` (gives .snap and "
                               ".assert) together with its base snap (`snap info --verbose microk8s`) and snapd"})
+    return snaps
 
+
+def _files(architectures: List[str], mirrors: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """Helm's release archive per architecture."""
     files = []
     for arch in architectures:
         name = f"helm-{HELM_VERSION}-linux-{arch}.tar.gz"
         upstream = f"https://get.helm.sh/{name}"
         files.append({"name": name, "upstream": upstream, "checksum_url": f"{upstream}.sha256sum",
                       "mirror": mirror_lib.file_url(upstream, mirrors)})
-
-    ordered_images = [images[key] for key in sorted(images)]
-    return {
-        "version": MANIFEST_VERSION,
-        "settings": {"distribution": distribution, "backend": backend, "kubernetes_version": kubernetes_version,
-                     "driver_os": sorted({node["os_tag"] for node in nodes}), "architectures": architectures},
-        "images": ordered_images,
-        "unresolved": sorted(unresolved, key=lambda item: (item["component"], item["repository"])),
-        "charts": charts,
-        "packages": packages,
-        "snaps": snaps,
-        "files": files,
-        "not_mirrored": list(NOT_MIRRORED),
-        "warnings": sorted(set(warnings)),
-    }
+    return files
 
 
 def image_list(manifest: Mapping[str, Any]) -> List[str]:

@@ -589,65 +589,89 @@ def plan_node_layout(gpus: Sequence[Dict[str, Any]], config_name: str, host: Opt
     warnings: List[str] = []
     entries: List[Dict[str, Any]] = []
     for position, entry in enumerate(gpus):
-        if not isinstance(entry, dict):
-            errors.append(_where(host, "#%d" % position, None, "gpus[%d]" % position) + ": must be a mapping")
+        index = _entry_index(entry, position, host, seen, errors)
+        if index is None:
             continue
-        index = entry.get("index")
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-            hint = " (expand 'count' shorthand into indexed entries first)" if "count" in entry else ""
-            errors.append(_where(host, "#%d" % position, None, "index") + ": must be a GPU index >= 0, got %r%s"
-                          % (index, hint))
-            continue
-        if index in seen:
-            errors.append(_where(host, index, None, "index") + ": duplicate index (entries %d and %d)"
-                          % (seen[index], position))
-            continue
-        seen[index] = position
         try:
             model = lookup(str(entry.get("model", "")))
         except ValueError as error:
             errors.append(_where(host, index, None, "model") + ": " + str(error))
             continue
-        use = entry.get("use", "whole")
-        if use not in USES:
-            errors.append(_where(host, index, model.key, "use") + ": must be one of %s, got %r" % (", ".join(USES), use))
+        result = _plan_gpu(entry, index, model, host, errors, warnings)
+        if result is None:
             continue
-        result = {"index": index, "model": model.key, "mig_enabled": use == "mig", "instances": []}
-        if use != "mig":
-            if entry.get("mig") is not None:
-                errors.append(_where(host, index, model.key, "mig") + ": only applies to use: mig (this GPU is %s)" % use)
-                continue
-        elif not model.mig_capable:
-            errors.append(_where(host, index, model.key, "use") + ": %s does not support MIG; use whole or shared"
-                          % model.key)
-            continue
-        else:
-            mig = entry.get("mig")
-            if mig is None:
-                errors.append(_where(host, index, model.key, "mig") + ": use: mig needs mig.instances or mig.profiles")
-                continue
-            try:
-                try:
-                    request = json.dumps(mig, sort_keys=True, default=str)
-                except (TypeError, ValueError) as error:
-                    raise _Reason("mig", "must be plain data (mappings with string keys, lists, numbers, "
-                                         "strings): %s" % error)
-                slots, notes = _solve_cached(model.key, request)
-            except _Reason as reason:
-                errors.extend(_where(host, index, model.key, field) + ": " + text for field, text in reason.all)
-                continue
-            result["instances"] = [
-                {"profile": name, "start": start, "size": model.profile(name).size,
-                 "memory_mib": model.profile(name).memory_mib, "name": need}
-                for name, start, need in slots
-            ]
-            warnings.extend("%sGPU %d (%s): %s" % ("host %s, " % host if host else "", index, model.key, note)
-                            for note in notes)
         planned.append(result)
         entries.append({"model": model, "result": result})
     if errors:
         raise MigLayoutError("; ".join(errors), errors)
     planned.sort(key=lambda g: g["index"])
+    specs = _mig_parted_specs(entries)
+    mig_configs = {config_name: specs} if specs else {}
+    return {"gpus": planned, "mig_parted": {"version": "v1", "mig-configs": mig_configs}, "warnings": warnings}
+
+
+def _entry_index(entry: Any, position: int, host: Optional[str], seen: Dict[int, int], errors: List[str]) -> Optional[int]:
+    """The GPU index of ``gpus[position]``, or None with the problem in ``errors`` (``seen``: index -> position)."""
+    if not isinstance(entry, dict):
+        errors.append(_where(host, "#%d" % position, None, "gpus[%d]" % position) + ": must be a mapping")
+        return None
+    index = entry.get("index")
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        hint = " (expand 'count' shorthand into indexed entries first)" if "count" in entry else ""
+        errors.append(_where(host, "#%d" % position, None, "index") + ": must be a GPU index >= 0, got %r%s"
+                      % (index, hint))
+        return None
+    if index in seen:
+        errors.append(_where(host, index, None, "index") + ": duplicate index (entries %d and %d)"
+                      % (seen[index], position))
+        return None
+    seen[index] = position
+    return index
+
+
+def _plan_gpu(entry: Dict[str, Any], index: int, model: GpuModel, host: Optional[str], errors: List[str],
+              warnings: List[str]) -> Optional[Dict[str, Any]]:
+    """One GPU's planned use and MIG instances, or None with its problems in ``errors``."""
+    use = entry.get("use", "whole")
+    if use not in USES:
+        errors.append(_where(host, index, model.key, "use") + ": must be one of %s, got %r" % (", ".join(USES), use))
+        return None
+    result = {"index": index, "model": model.key, "mig_enabled": use == "mig", "instances": []}
+    if use != "mig":
+        if entry.get("mig") is not None:
+            errors.append(_where(host, index, model.key, "mig") + ": only applies to use: mig (this GPU is %s)" % use)
+            return None
+        return result
+    if not model.mig_capable:
+        errors.append(_where(host, index, model.key, "use") + ": %s does not support MIG; use whole or shared"
+                      % model.key)
+        return None
+    mig = entry.get("mig")
+    if mig is None:
+        errors.append(_where(host, index, model.key, "mig") + ": use: mig needs mig.instances or mig.profiles")
+        return None
+    try:
+        try:
+            request = json.dumps(mig, sort_keys=True, default=str)
+        except (TypeError, ValueError) as error:
+            raise _Reason("mig", "must be plain data (mappings with string keys, lists, numbers, "
+                                 "strings): %s" % error)
+        slots, notes = _solve_cached(model.key, request)
+    except _Reason as reason:
+        errors.extend(_where(host, index, model.key, field) + ": " + text for field, text in reason.all)
+        return None
+    result["instances"] = [
+        {"profile": name, "start": start, "size": model.profile(name).size,
+         "memory_mib": model.profile(name).memory_mib, "name": need}
+        for name, start, need in slots
+    ]
+    warnings.extend("%sGPU %d (%s): %s" % ("host %s, " % host if host else "", index, model.key, note)
+                    for note in notes)
+    return result
+
+
+def _mig_parted_specs(entries: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """The mig-parted config entries of the node's MIG-capable GPUs, by index."""
     specs = []
     for item in sorted(entries, key=lambda e: e["result"]["index"]):
         model, result = item["model"], item["result"]
@@ -664,5 +688,4 @@ def plan_node_layout(gpus: Sequence[Dict[str, Any]], config_name: str, host: Opt
                 counts[instance["profile"]] = counts.get(instance["profile"], 0) + 1
             spec["mig-devices"] = counts
         specs.append(spec)
-    mig_configs = {config_name: specs} if specs else {}
-    return {"gpus": planned, "mig_parted": {"version": "v1", "mig-configs": mig_configs}, "warnings": warnings}
+    return specs
