@@ -36,7 +36,7 @@ REHEARSAL_CLI := $(BIN)/python tools/rehearsal.py
 
 # Molecule scenarios: every molecule/<name>/molecule.yml except the shared base, the
 # delegated `cluster` scenario, which needs real machines (docs/testing.md), and the real-kernel
-# `vm` scenario, which `make test` runs beside the unit and rehearsal tests (`vm-test-beside`).
+# `vm` scenario, which `make test` runs beside the unit, integration and rehearsal tests (`vm-test-beside`).
 MOLECULE_SCENARIOS ?= $(filter-out _shared cluster vm,$(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
 .PHONY: help deps venv collection-link build demo lint sanity unit integration images vm-image vm-test vm-test-beside suites molecule test clean rehearsal-binaries rehearsal rehearsal-test
@@ -104,13 +104,13 @@ vm-image: deps ## Build the real-kernel test VM's disk image (cached outside the
 vm-test: venv collection-link vm-image ## host_prep on a real kernel: molecule/vm (qemu, software emulation)
 	$(BIN)/molecule test -s vm
 
-# The VM keeps about one core busy under software emulation while the unit and rehearsal
+# The VM keeps about one core busy under software emulation while the unit, integration and rehearsal
 # tests mostly wait on one process at a time, so `make test` runs them side by side (the two
 # together take about as long as the tests alone). The VM's output goes to build/vm-test.log
 # and is printed, with its time, when it ends, so the two logs do not interleave.
 vm-test-beside:
 	@mkdir -p $(BUILD)
-	@echo "== molecule test -s vm: running beside the unit and rehearsal tests, output in build/vm-test.log"
+	@echo "== molecule test -s vm: running beside the unit, integration and rehearsal tests, output in build/vm-test.log"
 	@start=$$(date +%s); rc=0; \
 	$(MAKE) --no-print-directory vm-test > $(BUILD)/vm-test.log 2>&1 || rc=$$?; \
 	cat $(BUILD)/vm-test.log; \
