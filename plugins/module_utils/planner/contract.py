@@ -12,7 +12,7 @@ for users in docs/plan.md; docs/architecture.md says who produces and who consum
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, TypedDict
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypedDict
 
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import versions
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import PlanContractError
@@ -90,3 +90,60 @@ def check_plan(plan: Any, fields: Sequence[str] = REQUIRED) -> Mapping[str, Any]
 
 def _either(choices: Sequence[str]) -> str:
     return " nor ".join(repr(choice) for choice in choices)
+
+
+def check_plan_file(plan: Any, error: Type[Exception] = PlanContractError) -> Mapping[str, Any]:
+    """Return ``plan`` (plan.json or the fact) when it has ``nodes`` and a supported ``backend``.
+
+    The check of the readers that work from plan.json alone (the rehearsal's world and steps,
+    the examples); ``error`` is the reader's own error class, so its caller sees one kind.
+    """
+    if not isinstance(plan, Mapping) or not isinstance(plan.get("nodes"), Mapping):
+        raise error("plan: field 'nodes' is missing")
+    if plan.get("backend") not in versions.BACKENDS:
+        raise error("plan: field 'backend' must be %s, got %r"
+                    % (" or ".join(versions.BACKENDS), plan.get("backend")))
+    return plan
+
+
+class PlanLookups:
+    """Read-only look-ups into a plan, shared by the readers that walk its GPUs and objects.
+
+    Subclasses set ``error`` to their own error class and add the look-ups only they need.
+    """
+
+    error: Type[Exception] = PlanContractError
+
+    def __init__(self, plan: Mapping[str, Any]):
+        self.plan = check_plan_file(plan, self.error)
+        self.backend: str = plan["backend"]
+        self.teams: Mapping[str, Any] = plan.get("teams") or {}
+        self.objects = [obj for obj in plan.get("objects") or [] if isinstance(obj, Mapping)]
+
+    def gpus(self) -> List[Tuple[str, Mapping[str, Any]]]:
+        """(host, GPU) of every planned GPU, by host and then GPU index."""
+        nodes = self.plan["nodes"]
+        return [(host, gpu) for host in sorted(nodes)
+                for gpu in sorted(nodes[host].get("gpus") or [], key=lambda gpu: int(gpu.get("index", 0)))]
+
+    def priority(self, team: str) -> int:
+        return int((self.teams.get(team) or {}).get("priority", 0))
+
+    def by_kind(self, kind: str, namespace: Optional[str] = None) -> List[Mapping[str, Any]]:
+        """The plan's objects of ``kind`` (in ``namespace`` when given)."""
+        return [obj for obj in self.objects if obj.get("kind") == kind
+                and (namespace is None or (obj.get("metadata") or {}).get("namespace") == namespace)]
+
+    def priority_class(self, team: str) -> Optional[str]:
+        """The WorkloadPriorityClass carrying the team's priority, when the plan has exactly one."""
+        matches = [obj["metadata"]["name"] for obj in self.by_kind("WorkloadPriorityClass")
+                   if obj.get("value") == self.priority(team)]
+        return matches[0] if len(matches) == 1 else None
+
+    def device_classes(self, resource: str) -> List[str]:
+        """The DeviceClasses Kueue counts as ``resource`` (kueue_configuration deviceClassMappings)."""
+        mappings = ((self.plan.get("kueue_configuration") or {}).get("resources") or {}).get("deviceClassMappings") or []
+        for mapping in mappings:
+            if mapping.get("name") == resource:
+                return list(mapping.get("deviceClassNames") or [])
+        return []

@@ -37,7 +37,7 @@ PLAN_INPUT_ARGUMENT_SPEC = dict(
     teams=dict(type="list", elements="dict", required=True),
     nodes=dict(type="dict", required=True),
     gpu_facts=dict(type="dict"),
-    backend=dict(type="str", choices=["dra", "device_plugin"], default="dra"),
+    backend=dict(type="str", choices=list(versions.BACKENDS), default=versions.DEFAULT_BACKEND),
     cohort=dict(type="str", default="gpushare"),
     tolerations=dict(type="list", elements="dict", default=[]),
 )

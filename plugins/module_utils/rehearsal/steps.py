@@ -40,6 +40,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils._common import qu
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import world as rehearsal_world
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract
 
 WORKLOAD_LABEL = "gpushare.io/rehearsal-workload"
 # kwok's general pod-complete stage ends a Job's pod after this delay (sigs.k8s.io/kwok v0.8.0,
@@ -61,22 +62,10 @@ class StepsError(GpushareError):
 # --- plan look-ups ------------------------------------------------------------------
 
 
-class PlanView:
+class PlanView(contract.PlanLookups):
     """What the plan gives each team, with errors that say what is missing."""
 
-    def __init__(self, plan: Mapping[str, Any]):
-        if not isinstance(plan, Mapping) or not isinstance(plan.get("nodes"), Mapping):
-            raise StepsError("plan: field 'nodes' is missing")
-        self.plan = plan
-        self.backend = plan.get("backend")
-        if self.backend not in ("dra", "device_plugin"):
-            raise StepsError("plan: field 'backend' must be dra or device_plugin, got %r" % self.backend)
-        self.teams: Mapping[str, Any] = plan.get("teams") or {}
-        self.objects = [o for o in plan.get("objects") or [] if isinstance(o, Mapping)]
-
-    def gpus(self) -> List[Tuple[str, Mapping[str, Any]]]:
-        return [(host, gpu) for host in sorted(self.plan["nodes"])
-                for gpu in sorted(self.plan["nodes"][host].get("gpus") or [], key=lambda g: int(g.get("index", 0)))]
+    error = StepsError
 
     def team(self, name: str, where: str) -> Mapping[str, Any]:
         if name not in self.teams:
@@ -86,13 +75,6 @@ class PlanView:
     def namespace(self, team: str) -> str:
         return (self.team(team, "plan")["namespaces"] or [team])[0]
 
-    def priority(self, team: str) -> int:
-        return int(self.teams.get(team, {}).get("priority", 0))
-
-    def by_kind(self, kind: str, namespace: Optional[str] = None) -> List[Mapping[str, Any]]:
-        return [o for o in self.objects if o.get("kind") == kind
-                and (namespace is None or (o.get("metadata") or {}).get("namespace") == namespace)]
-
     def local_queue(self, team: str) -> str:
         queues = self.by_kind("LocalQueue", self.namespace(team))
         if not queues:
@@ -101,11 +83,6 @@ class PlanView:
 
     def queue_names(self) -> List[str]:
         return sorted({q["metadata"]["name"] for q in self.by_kind("LocalQueue")})
-
-    def priority_class(self, team: str) -> Optional[str]:
-        matches = [o["metadata"]["name"] for o in self.by_kind("WorkloadPriorityClass")
-                   if o.get("value") == self.priority(team)]
-        return matches[0] if len(matches) == 1 else None
 
     def priority_classes(self) -> List[str]:
         return sorted(o["metadata"]["name"] for o in self.by_kind("WorkloadPriorityClass"))
@@ -118,13 +95,6 @@ class PlanView:
             if claim["metadata"]["name"] == name:
                 return claim
         return None
-
-    def device_classes(self, resource: str) -> List[str]:
-        mappings = ((self.plan.get("kueue_configuration") or {}).get("resources") or {}).get("deviceClassMappings") or []
-        for mapping in mappings:
-            if mapping.get("name") == resource:
-                return list(mapping.get("deviceClassNames") or [])
-        return []
 
     def template_for(self, namespace: str, resource: str) -> Optional[str]:
         classes = set(self.device_classes(resource))

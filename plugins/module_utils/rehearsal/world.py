@@ -35,7 +35,7 @@ import uuid as uuidlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
-from ansible_collections.gpushare.cluster.plugins.module_utils.planner import sharing
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract, sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import DRA_DRIVER, RESOURCE_API
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 
@@ -49,7 +49,6 @@ CUDA_DRIVER_VERSION = "13.0.0"
 BRAND = "Nvidia"
 NODE_CAPACITY = {"cpu": "64", "memory": "512Gi", "pods": "110", "ephemeral-storage": "1Ti"}
 _UUID_NAMESPACE = uuidlib.UUID("6f1d2a47-95b4-4c1e-9a55-7b9f1d0c2e31")
-_BACKENDS = ("dra", "device_plugin")
 
 
 class WorldError(GpushareError):
@@ -230,11 +229,8 @@ def build_world(plan: Mapping[str, Any], hosts: Optional[Sequence[str]] = None,
     ``hosts`` lists every inventory host (control plane too); hosts without GPUs become plain
     Nodes. Returns ``{"nodes": [...], "resource_slices": [...], "devices": [...]}``.
     """
-    if not isinstance(plan, Mapping) or not isinstance(plan.get("nodes"), Mapping):
-        raise WorldError("plan: field 'nodes' is missing")
-    backend = plan.get("backend")
-    if backend not in _BACKENDS:
-        raise WorldError("plan: field 'backend' must be one of %s, got %r" % (", ".join(_BACKENDS), backend))
+    contract.check_plan_file(plan, WorldError)
+    backend = plan["backend"]
     configs = plan.get("device_plugin_configs") or {}
     annotation = dict(SIMULATED_ANNOTATION if simulated_annotation is None else simulated_annotation)
     names = sorted(set(hosts or []) | set(plan["nodes"]))

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import names
-from ansible_collections.gpushare.cluster.plugins.module_utils.planner import sharing
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract, sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import PRIORITY_LABEL, QUEUE_LABEL
 
 _UNLIMITED = 1 << 30
@@ -55,25 +55,10 @@ def _dns(text: str) -> str:
     return names.dns_label(text)
 
 
-class _Plan:
+class _Plan(contract.PlanLookups):
     """Look-ups into a plan dict, with errors that say what the plan lacks."""
 
-    def __init__(self, plan: Dict[str, Any]):
-        if not isinstance(plan, dict) or not isinstance(plan.get("nodes"), dict):
-            raise ValueError("plan: field 'nodes' is missing")
-        self.plan = plan
-        self.backend = plan.get("backend")
-        if self.backend not in ("dra", "device_plugin"):
-            raise ValueError("plan: field 'backend' must be dra or device_plugin, got %r" % self.backend)
-        self.teams = plan.get("teams") or {}
-        self.objects = [obj for obj in plan.get("objects") or [] if isinstance(obj, dict)]
-
-    def gpus(self) -> List[Tuple[str, Dict[str, Any]]]:
-        return [(host, gpu) for host in sorted(self.plan["nodes"])
-                for gpu in sorted(self.plan["nodes"][host].get("gpus") or [], key=lambda g: g.get("index", 0))]
-
-    def priority(self, team: str) -> int:
-        return int((self.teams.get(team) or {}).get("priority", 0))
+    error = ValueError
 
     def namespace(self, team: str) -> str:
         namespaces = (self.teams.get(team) or {}).get("namespaces") or []
@@ -81,33 +66,16 @@ class _Plan:
             raise ValueError("plan: team %s: field 'namespaces' is empty" % team)
         return namespaces[0]
 
-    def _in_namespace(self, kind: str, namespace: str) -> List[Dict[str, Any]]:
-        return [obj for obj in self.objects
-                if obj.get("kind") == kind and (obj.get("metadata") or {}).get("namespace") == namespace]
-
     def queue(self, namespace: str) -> str:
-        queues = self._in_namespace("LocalQueue", namespace)
+        queues = self.by_kind("LocalQueue", namespace)
         if not queues:
             raise ValueError("plan: namespace %s: no LocalQueue in 'objects'" % namespace)
         return queues[0]["metadata"]["name"]
 
-    def priority_class(self, team: str) -> Optional[str]:
-        """The WorkloadPriorityClass carrying the team's priority, when the plan has exactly one."""
-        matches = [obj["metadata"]["name"] for obj in self.objects
-                   if obj.get("kind") == "WorkloadPriorityClass" and obj.get("value") == self.priority(team)]
-        return matches[0] if len(matches) == 1 else None
-
-    def device_classes(self, resource: str) -> List[str]:
-        mappings = ((self.plan.get("kueue_configuration") or {}).get("resources") or {}).get("deviceClassMappings") or []
-        for mapping in mappings:
-            if mapping.get("name") == resource:
-                return list(mapping.get("deviceClassNames") or [])
-        return []
-
     def claim_template(self, namespace: str, resource: str, where: str) -> str:
         """The team's ResourceClaimTemplate whose request uses a device class counted as resource."""
         classes = set(self.device_classes(resource))
-        for template in self._in_namespace("ResourceClaimTemplate", namespace):
+        for template in self.by_kind("ResourceClaimTemplate", namespace):
             requests = (((template.get("spec") or {}).get("spec") or {}).get("devices") or {}).get("requests") or []
             for request in requests:
                 if (request.get("exactly") or {}).get("deviceClassName") in classes:
@@ -117,7 +85,7 @@ class _Plan:
 
     def cluster_queue(self, namespace: str) -> Optional[Dict[str, Any]]:
         queue = self.queue(namespace)
-        local = [obj for obj in self._in_namespace("LocalQueue", namespace) if obj["metadata"]["name"] == queue][0]
+        local = [obj for obj in self.by_kind("LocalQueue", namespace) if obj["metadata"]["name"] == queue][0]
         name = (local.get("spec") or {}).get("clusterQueue")
         queues = [obj for obj in self.objects if obj.get("kind") == "ClusterQueue"
                   and (obj.get("metadata") or {}).get("name") == name]
@@ -150,7 +118,7 @@ class _Plan:
 
     def shared_claim(self, namespace: str, host: str, gpu: Dict[str, Any], where: str) -> str:
         """The standalone ResourceClaim of a time-sliced GPU (dra)."""
-        claims = self._in_namespace("ResourceClaim", namespace)
+        claims = self.by_kind("ResourceClaim", namespace)
         if not claims:
             raise ValueError("%s: no shared ResourceClaim in namespace %s" % (where, namespace))
         named = [c for c in claims if c["metadata"]["name"] == sharing.shared_claim_name(host, gpu["index"])]
