@@ -26,6 +26,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner import is
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
+from pods import pod
 from rehearsal_env import wait_until
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -129,7 +130,7 @@ def cluster(rehearsal_bin, tmp_path_factory):
                  "data": {"NVIDIA_VISIBLE_DEVICES": "all"}}
         _wait_for("admission policies active", lambda: _request(
             info, "POST", _path(probe) + "?dryRun=All", probe)[0] == 403)
-        template_pod = _pod("training", templates=["gpu-rtx-pro-6000"])
+        template_pod = pod("training", templates=["gpu-rtx-pro-6000"])
         _wait_for("queue policy active", lambda: _request(
             info, "POST", _path(template_pod) + "?dryRun=All", template_pod)[0] == 403)
         yield {"info": info, "plan": plan, "users": users, "dir": str(directory)}
@@ -137,38 +138,8 @@ def cluster(rehearsal_bin, tmp_path_factory):
         rc.stop(str(directory))
 
 
-def _pod(namespace, name="p", resources=None, queue=None, templates=(), claims=(), labels=None, annotations=None,
-         env=None, envFrom=None, security=None, volumes=None, **spec):
-    container = {"name": "main", "image": "registry.example/app:1"}
-    if resources:
-        container["resources"] = {"limits": dict(resources), "requests": dict(resources)}
-    if env:
-        container["env"] = env
-    if envFrom:
-        container["envFrom"] = envFrom
-    if security:
-        container["securityContext"] = security
-    metadata = {"name": name, "namespace": namespace, "labels": dict(labels or {})}
-    if queue:
-        metadata["labels"]["kueue.x-k8s.io/queue-name"] = queue
-    if annotations:
-        metadata["annotations"] = dict(annotations)
-    if "ownerReferences" in spec:
-        metadata["ownerReferences"] = spec.pop("ownerReferences")
-    pod_spec = dict(spec, containers=[container])
-    if volumes:
-        pod_spec["volumes"] = volumes
-        container["volumeMounts"] = [{"name": v["name"], "mountPath": "/host"} for v in volumes]
-    refs = [{"name": "gpu%d" % i, "resourceClaimTemplateName": t} for i, t in enumerate(templates)]
-    refs += [{"name": "shared%d" % i, "resourceClaimName": c} for i, c in enumerate(claims)]
-    if refs:
-        pod_spec["resourceClaims"] = refs
-        container.setdefault("resources", {})["claims"] = [{"name": ref["name"]} for ref in refs]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
-
-
-def _workload(kind, name, namespace, pod, labels=None, template_labels=None):
-    template = {"metadata": {"labels": dict(template_labels or {"app": name})}, "spec": dict(pod["spec"])}
+def _workload(kind, name, namespace, template_pod, labels=None, template_labels=None):
+    template = {"metadata": {"labels": dict(template_labels or {"app": name})}, "spec": dict(template_pod["spec"])}
     metadata = {"name": name, "namespace": namespace, "labels": dict(labels or {})}
     if kind == "Job":
         template["spec"]["restartPolicy"] = "Never"
@@ -198,16 +169,16 @@ def _created(answer):
 
 def test_privileged_and_host_path_pods_are_refused_in_team_namespaces(cluster):
     info, tess = cluster["info"], _as(cluster, TRAINING_USER)
-    privileged = _pod("training", name="priv", security={"privileged": True})
-    host_path = _pod("training", name="hostpath", volumes=[{"name": "root", "hostPath": {"path": "/"}}])
-    host_net = _pod("training", name="hostnet", hostNetwork=True)
-    for pod in (privileged, host_path, host_net):
-        _refused(_create(info, pod, **tess), 'violates PodSecurity "baseline:v1.34"')
+    privileged = pod("training", name="priv", security={"privileged": True})
+    host_path = pod("training", name="hostpath", volumes=[{"name": "root", "hostPath": {"path": "/"}}])
+    host_net = pod("training", name="hostnet", hostNetwork=True)
+    for refused in (privileged, host_path, host_net):
+        _refused(_create(info, refused, **tess), 'violates PodSecurity "baseline:v1.34"')
 
 
 def test_the_gpu_operator_namespace_still_runs_privileged_pods(cluster):
     info = cluster["info"]
-    operator_pod = _pod("gpu-operator", name="driver", security={"privileged": True},
+    operator_pod = pod("gpu-operator", name="driver", security={"privileged": True},
                         volumes=[{"name": "root", "hostPath": {"path": "/"}}])
     _created(_create(info, operator_pod))
 
@@ -216,11 +187,11 @@ def test_the_gpu_operator_namespace_still_runs_privileged_pods(cluster):
 
 def test_nvidia_runtime_class_environment_and_keys_are_refused(cluster):
     info, tess = cluster["info"], _as(cluster, TRAINING_USER)
-    _refused(_create(info, _pod("training", name="rt", runtimeClassName="nvidia"), **tess), "NVIDIA runtime classes")
-    _refused(_create(info, _pod("training", name="env", env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]),
+    _refused(_create(info, pod("training", name="rt", runtimeClassName="nvidia"), **tess), "NVIDIA runtime classes")
+    _refused(_create(info, pod("training", name="env", env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]),
                      **tess), "NVIDIA_* environment variables")
     env_from = [{"prefix": "NVIDIA_", "configMapRef": {"name": "c"}}]
-    _refused(_create(info, _pod("training", name="envfrom", envFrom=env_from), **tess), "envFrom prefix")
+    _refused(_create(info, pod("training", name="envfrom", envFrom=env_from), **tess), "envFrom prefix")
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "devices", "namespace": "training"},
               "data": {"NVIDIA_VISIBLE_DEVICES": "all"}}
     _refused(_create(info, config, **tess), "NVIDIA_* keys")
@@ -228,7 +199,7 @@ def test_nvidia_runtime_class_environment_and_keys_are_refused(cluster):
               "stringData": {"NVIDIA_VISIBLE_DEVICES": "all"}}
     _refused(_create(info, secret, **tess), "NVIDIA_* keys")
     _created(_create(info, dict(config, data={"MODEL": "llama"}), **tess))
-    _created(_create(info, _pod("training", name="plain-env", env=[{"name": "MODEL", "value": "llama"}],
+    _created(_create(info, pod("training", name="plain-env", env=[{"name": "MODEL", "value": "llama"}],
                                 envFrom=[{"configMapRef": {"name": "devices"}}]), **tess))
 
 
@@ -238,52 +209,52 @@ def test_a_forged_owner_does_not_skip_the_queue(cluster):
     info, tess = cluster["info"], _as(cluster, TRAINING_USER)
     mine = _created(_create(info, {"apiVersion": "v1", "kind": "ConfigMap",
                                    "metadata": {"name": "owner", "namespace": "training"}}, **tess))
-    forged = _pod("training", name="forged", templates=["gpu-rtx-pro-6000"] * 8, ownerReferences=[{
+    forged = pod("training", name="forged", templates=["gpu-rtx-pro-6000"] * 8, ownerReferences=[{
         "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": mine["metadata"]["uid"], "controller": True}])
     _refused(_create(info, forged, **tess), "must carry the label kueue.x-k8s.io/queue-name: training")
 
 
 def test_pod_group_forgery_is_refused(cluster):
     info, tess = cluster["info"], _as(cluster, TRAINING_USER)
-    group = _pod("training", name="group-0", queue="training", templates=["gpu-rtx-pro-6000"],
+    group = pod("training", name="group-0", queue="training", templates=["gpu-rtx-pro-6000"],
                  labels={"kueue.x-k8s.io/pod-group-name": "g"},
                  annotations={"kueue.x-k8s.io/pod-group-total-count": "8", "kueue.x-k8s.io/role-hash": "small"})
     _refused(_create(info, group, **tess), "pod-group")
-    deployment = _workload("Deployment", "grouped", "training", _pod("training"), labels={},
+    deployment = _workload("Deployment", "grouped", "training", pod("training"), labels={},
                            template_labels={"app": "grouped", "kueue.x-k8s.io/pod-group-name": "g"})
     _refused(_create(info, deployment, **tess), "pod-group")
 
 
 def test_extended_resources_are_refused_or_need_the_queue(cluster):
     info, tess = cluster["info"], _as(cluster, TRAINING_USER)
-    dra_extended = _pod("training", name="ext", resources={"deviceclass.resource.kubernetes.io/gpu.nvidia.com": "8"})
+    dra_extended = pod("training", name="ext", resources={"deviceclass.resource.kubernetes.io/gpu.nvidia.com": "8"})
     # The API server reports the first failed validation: the missing queue label, then the resource.
     _refused(_create(info, dra_extended, **tess), "must carry the label kueue.x-k8s.io/queue-name: training")
     dra_extended["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "training"
     _refused(_create(info, dra_extended, **tess), "not nvidia.com/* or deviceclass.resource.kubernetes.io/* resources")
-    _refused(_create(info, _pod("training", name="plugin", queue="training", resources={"nvidia.com/gpu": "1"}),
+    _refused(_create(info, pod("training", name="plugin", queue="training", resources={"nvidia.com/gpu": "1"}),
                      **tess), "not nvidia.com/*")
-    _refused(_create(info, _pod("training", name="other-ext", resources={"example.com/gpu-40gi": "1"}), **tess),
+    _refused(_create(info, pod("training", name="other-ext", resources={"example.com/gpu-40gi": "1"}), **tess),
              "must carry the label kueue.x-k8s.io/queue-name")
 
 
 def test_another_teams_priority_class_is_refused_on_every_kind(cluster):
     info, tess = cluster["info"], _as(cluster, TRAINING_USER)
-    gpu = _pod("training", templates=["gpu-rtx-pro-6000"])
+    gpu = pod("training", templates=["gpu-rtx-pro-6000"])
     spoofed = {"kueue.x-k8s.io/queue-name": "training", "kueue.x-k8s.io/priority-class": "production"}
     for kind in ("Job", "Deployment", "StatefulSet"):
         obj = _workload(kind, "spoof-" + kind.lower(), "training", gpu, labels=spoofed)
         if kind == "StatefulSet":
             obj["spec"]["serviceName"] = obj["metadata"]["name"]
         _refused(_create(info, obj, **tess), "priority-class may only name the team's own")
-    _refused(_create(info, _pod("training", name="spoof", templates=["gpu-rtx-pro-6000"], labels=spoofed), **tess),
+    _refused(_create(info, pod("training", name="spoof", templates=["gpu-rtx-pro-6000"], labels=spoofed), **tess),
              "priority-class may only name the team's own")
 
 
 def test_jobs_and_deployments_go_through_the_queue(cluster):
     info, tess = cluster["info"], _as(cluster, TRAINING_USER)
     labels = {"kueue.x-k8s.io/queue-name": "training", "kueue.x-k8s.io/priority-class": "training"}
-    gpu = _pod("training", templates=["gpu-rtx-pro-6000"])
+    gpu = pod("training", templates=["gpu-rtx-pro-6000"])
     job = _created(_create(info, _workload("Job", "fine-tune", "training", gpu, labels=labels), **tess))
     assert job["spec"]["suspend"] is True  # Kueue's webhook suspends it until admission
     _wait_for("a Workload for the Job", lambda: any(
@@ -305,12 +276,12 @@ def test_jobs_and_deployments_go_through_the_queue(cluster):
 
 def test_notebooks_reach_the_shared_gpu_outside_the_queue(cluster):
     info, dana = cluster["info"], _as(cluster, DATA_USER)
-    notebook = _created(_create(info, _pod("data", name="notebook-1", claims=["shared-gpu1-gpu2"]), **dana))
+    notebook = _created(_create(info, pod("data", name="notebook-1", claims=["shared-gpu1-gpu2"]), **dana))
     assert not notebook["spec"].get("schedulingGates")  # not queue-managed
-    _refused(_create(info, _pod("data", name="notebook-q", claims=["shared-gpu1-gpu2"], queue="data"), **dana),
+    _refused(_create(info, pod("data", name="notebook-q", claims=["shared-gpu1-gpu2"], queue="data"), **dana),
              "remove the label kueue.x-k8s.io/queue-name")
-    _refused(_create(info, _pod("data", name="stolen", claims=["p-gpu0-abcde"]), **dana), "shared-GPU ResourceClaims")
-    _refused(_create(info, _pod("training", name="cross", claims=["shared-gpu1-gpu2"]), **_as(cluster, TRAINING_USER)),
+    _refused(_create(info, pod("data", name="stolen", claims=["p-gpu0-abcde"]), **dana), "shared-GPU ResourceClaims")
+    _refused(_create(info, pod("training", name="cross", claims=["shared-gpu1-gpu2"]), **_as(cluster, TRAINING_USER)),
              "shared-GPU ResourceClaims")
 
 
@@ -318,7 +289,7 @@ def test_notebooks_reach_the_shared_gpu_outside_the_queue(cluster):
 
 def test_generated_claims_are_made_and_the_scheduler_finalizer_update_is_admitted(cluster):
     info, tess = cluster["info"], _as(cluster, TRAINING_USER)
-    _created(_create(info, _pod("training", name="claimer", queue="training", labels={
+    _created(_create(info, pod("training", name="claimer", queue="training", labels={
         "kueue.x-k8s.io/priority-class": "training"}, templates=["gpu-rtx-pro-6000"]), **tess))
     # The claim controller creates the pod's claim from the template (a CREATE the claim policy admits).
     # Other pods of the namespace (earlier tests' Deployments) have generated claims of their own.
@@ -368,9 +339,9 @@ def test_the_team_cannot_relabel_its_namespace_or_remove_its_boundaries(cluster)
 
 def test_the_namespace_quota_is_enforced_and_defaults_requests(cluster):
     info, tess = cluster["info"], _as(cluster, TRAINING_USER)
-    _refused(_create(info, _pod("training", name="hog", resources={"cpu": "5", "memory": "1Gi"}), **tess),
+    _refused(_create(info, pod("training", name="hog", resources={"cpu": "5", "memory": "1Gi"}), **tess),
              "exceeded quota: gpushare-team")
-    defaulted = _created(_create(info, _pod("training", name="small"), **tess))
+    defaulted = _created(_create(info, pod("training", name="small"), **tess))
     assert defaulted["spec"]["containers"][0]["resources"]["requests"] == isolation.CONTAINER_DEFAULT_REQUEST
     quota = _request(info, "GET", "/api/v1/namespaces/training/resourcequotas/" + isolation.RESOURCE_QUOTA)[1]
     assert quota["spec"]["hard"] == {"pods": "20", "requests.cpu": "4", "requests.memory": "8Gi"}

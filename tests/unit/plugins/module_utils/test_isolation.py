@@ -21,6 +21,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 import gpushare_checks
+from pods import pod
 from gpushare_checks import require_cel, validate_core
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
@@ -91,28 +92,6 @@ def admit(vap, obj, team, username=USER, operation="CREATE", old=None):
     activation["variables"] = celtypes.MapType(variables)
     return [v.get("message") or str(_run(v["messageExpression"], activation)) for v in vap["spec"]["validations"]
             if not _run(v["expression"], activation)]
-
-
-def pod(namespace, resources=None, queue=None, templates=(), claims=(), labels=None, annotations=None, **spec):
-    container = {"name": "main", "image": "vllm/vllm-openai"}
-    if resources:
-        container["resources"] = {"limits": resources}
-    for key in ("env", "envFrom"):
-        if key in spec:
-            container[key] = spec.pop(key)
-    metadata = {"name": "p", "namespace": namespace, "labels": dict(labels or {})}
-    if queue:
-        metadata["labels"]["kueue.x-k8s.io/queue-name"] = queue
-    if annotations:
-        metadata["annotations"] = dict(annotations)
-    if "ownerReferences" in spec:
-        metadata["ownerReferences"] = spec.pop("ownerReferences")
-    pod_spec = dict(spec, containers=[container])
-    refs = [{"name": "gpu%d" % i, "resourceClaimTemplateName": t} for i, t in enumerate(templates)]
-    refs += [{"name": "shared%d" % i, "resourceClaimName": c} for i, c in enumerate(claims)]
-    if refs:
-        pod_spec["resourceClaims"] = refs
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
 
 
 def workload(kind, namespace, template_pod, labels=None, template_labels=None, template_annotations=None):
