@@ -257,6 +257,48 @@ def _instant_by_gpu(results: Optional[List[Mapping[str, Any]]]) -> Dict[Tuple[st
     return out
 
 
+def _queue_series(range_results, instant_results, note_missing):
+    """(team_data, instant, limits, borrowed): the per-team and per-queue series, None where absent.
+
+    Each absent series is noted as missing; ``borrowed`` is ``{}`` (none borrowed) when
+    Prometheus has borrowing limits but records no borrowing.
+    """
+    team_data: Dict[str, Optional[Dict[str, Dict[int, float]]]] = {}
+    for key, name in TEAM_SERIES.items():
+        data = _by_team(range_results.get(key))
+        if not data:
+            note_missing(key, name)
+            data = None
+        team_data[key] = data
+    instant: Dict[str, Optional[Dict[str, float]]] = {}
+    for key in ("nominal_quota", "wait_p95", "wait_mean", "admitted"):
+        data = _by_queue(instant_results.get(key))
+        if not data:
+            note_missing(key, key)
+            data = None
+        instant[key] = data
+    limits = _by_queue_resource(instant_results.get("borrowing_limit"))
+    if not limits:
+        note_missing("borrowing_limit", "borrowing_limit")
+        limits = None
+    # The rule records nothing for a queue that never borrowed: absent here is zero when
+    # Prometheus has the series for some queue.
+    borrowed = _by_queue_resource(instant_results.get("borrowed_by_resource"))
+    if borrowed is None or (not borrowed and limits):
+        borrowed = {} if borrowed is not None else None
+    return team_data, instant, limits, borrowed
+
+
+def _team_names(teams, team_data) -> List[str]:
+    """The inventory's teams in their order, then the teams seen only in the data, sorted."""
+    names = list(dict.fromkeys(list(teams)))
+    for data in team_data.values():
+        for team in sorted(data or {}):
+            if team not in names:
+                names.append(team)
+    return names
+
+
 def compute_figures(
     range_results: Mapping[str, Optional[List[Mapping[str, Any]]]],
     instant_results: Mapping[str, Optional[List[Mapping[str, Any]]]],
@@ -294,35 +336,8 @@ def compute_figures(
     def note_missing(key: str, query: str) -> None:
         missing.append({"figure": key, "series": query, "source": SOURCES.get(key, "")})
 
-    team_data: Dict[str, Optional[Dict[str, Dict[int, float]]]] = {}
-    for key, name in TEAM_SERIES.items():
-        data = _by_team(range_results.get(key))
-        if not data:
-            note_missing(key, name)
-            data = None
-        team_data[key] = data
-    instant: Dict[str, Optional[Dict[str, float]]] = {}
-    for key in ("nominal_quota", "wait_p95", "wait_mean", "admitted"):
-        data = _by_queue(instant_results.get(key))
-        if not data:
-            note_missing(key, key)
-            data = None
-        instant[key] = data
-    limits = _by_queue_resource(instant_results.get("borrowing_limit"))
-    if not limits:
-        note_missing("borrowing_limit", "borrowing_limit")
-        limits = None
-    # The rule records nothing for a queue that never borrowed: absent here is zero when
-    # Prometheus has the series for some queue.
-    borrowed = _by_queue_resource(instant_results.get("borrowed_by_resource"))
-    if borrowed is None or (not borrowed and limits):
-        borrowed = {} if borrowed is not None else None
-
-    names = list(dict.fromkeys(list(teams)))
-    for data in team_data.values():
-        for team in sorted(data or {}):
-            if team not in names:
-                names.append(team)
+    team_data, instant, limits, borrowed = _queue_series(range_results, instant_results, note_missing)
+    names = _team_names(teams, team_data)
 
     gpu_figures = _gpu_figures(range_results, instant_results, hours_per_sample, idle_below, note_missing)
     silent_by_team = _gpus_without_data(gpu_figures, inventory_gpus, missing)
