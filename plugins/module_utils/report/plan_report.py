@@ -22,6 +22,7 @@ import functools
 import html
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract
 from ansible_collections.gpushare.cluster.plugins.module_utils.report import changes_section as plan_changes_report
 
 # Okabe-Ito colours stay distinguishable for the common colour-vision deficiencies;
@@ -126,7 +127,7 @@ def _placement_units(gpu: Dict[str, Any], where: str) -> int:
 
 def _checked_nodes(plan: Dict[str, Any]) -> List[Tuple[str, List[Dict[str, Any]]]]:
     """The plan's nodes with their GPUs, checked for the fields the report draws."""
-    nodes = _require(plan, "nodes", "plan", dict)
+    nodes = contract.check_plan_file(plan, ValueError)["nodes"]
     checked = []
     for host in sorted(nodes):
         gpus = _require(nodes[host], "gpus", "host %s" % host, list)
