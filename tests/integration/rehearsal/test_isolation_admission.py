@@ -179,7 +179,7 @@ def test_privileged_and_host_path_pods_are_refused_in_team_namespaces(cluster):
 def test_the_gpu_operator_namespace_still_runs_privileged_pods(cluster):
     info = cluster["info"]
     operator_pod = pod("gpu-operator", name="driver", security={"privileged": True},
-                        volumes=[{"name": "root", "hostPath": {"path": "/"}}])
+                       volumes=[{"name": "root", "hostPath": {"path": "/"}}])
     _created(_create(info, operator_pod))
 
 
@@ -200,7 +200,7 @@ def test_nvidia_runtime_class_environment_and_keys_are_refused(cluster):
     _refused(_create(info, secret, **tess), "NVIDIA_* keys")
     _created(_create(info, dict(config, data={"MODEL": "llama"}), **tess))
     _created(_create(info, pod("training", name="plain-env", env=[{"name": "MODEL", "value": "llama"}],
-                                envFrom=[{"configMapRef": {"name": "devices"}}]), **tess))
+                               envFrom=[{"configMapRef": {"name": "devices"}}]), **tess))
 
 
 # --- the queue ------------------------------------------------------------------------------------
@@ -217,8 +217,8 @@ def test_a_forged_owner_does_not_skip_the_queue(cluster):
 def test_pod_group_forgery_is_refused(cluster):
     info, tess = cluster["info"], _as(cluster, TRAINING_USER)
     group = pod("training", name="group-0", queue="training", templates=["gpu-rtx-pro-6000"],
-                 labels={"kueue.x-k8s.io/pod-group-name": "g"},
-                 annotations={"kueue.x-k8s.io/pod-group-total-count": "8", "kueue.x-k8s.io/role-hash": "small"})
+                labels={"kueue.x-k8s.io/pod-group-name": "g"},
+                annotations={"kueue.x-k8s.io/pod-group-total-count": "8", "kueue.x-k8s.io/role-hash": "small"})
     _refused(_create(info, group, **tess), "pod-group")
     deployment = _workload("Deployment", "grouped", "training", pod("training"), labels={},
                            template_labels={"app": "grouped", "kueue.x-k8s.io/pod-group-name": "g"})
