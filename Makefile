@@ -39,7 +39,7 @@ REHEARSAL_CLI := $(BIN)/python tools/rehearsal.py
 # `vm` scenario, which `make test` runs beside the unit, integration and rehearsal tests (`vm-test-beside`).
 MOLECULE_SCENARIOS ?= $(filter-out _shared cluster vm,$(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: help deps venv collection-link build demo lint sanity unit integration images vm-image vm-test vm-test-beside suites molecule test clean rehearsal-binaries rehearsal rehearsal-test
+.PHONY: help deps venv collection-link build demo lint sanity unit integration images vm-image vm-test vm-test-beside suites molecule test clean rehearsal-binaries rehearsal rehearsal-test collect
 
 help: ## Show the targets
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -76,11 +76,23 @@ demo: venv collection-link ## Plan the bundled example inventory (no host is tou
 	@test -f playbooks/plan.yml || { echo "demo: playbooks/plan.yml is not part of this checkout yet" >&2; exit 1; }
 	$(BIN)/ansible-playbook -i inventories/example playbooks/plan.yml
 
-lint: venv collection-link ## yamllint and ansible-lint (production profile)
+lint: venv collection-link ## yamllint, ansible-lint (production profile) and every test module imported
 	$(BIN)/yamllint --strict .
 	@# ansible-lint looks first in $$ANSIBLE_HOME/collections (~/.ansible), where an earlier
 	@# install may have left a copy of this collection that would shadow the checkout.
 	ANSIBLE_HOME=$(BUILD)/ansible-home $(BIN)/ansible-lint --strict
+	$(MAKE) --no-print-directory collect
+
+# Every suite's modules imported, no test run: a broken import between test modules fails here in
+# seconds rather than after the rehearsal's binaries are built. One pytest per suite, as the
+# suites are run, since their modules share basenames.
+collect: venv collection-link ## Import every test module of each suite (pytest --collect-only)
+	@mkdir -p $(BUILD)
+	@for suite in "tests/unit" "$(INTEGRATION_TESTS)" "tests/integration/rehearsal tests/integration/etcd_backup"; do \
+	  echo "collect: $$suite"; \
+	  $(BIN)/python -m pytest $$suite --collect-only -q -p no:cacheprovider > $(BUILD)/collect.log 2>&1 \
+	    || { cat $(BUILD)/collect.log; exit 1; }; \
+	done
 
 sanity: venv ## ansible-test sanity from a temporary ansible_collections tree
 	bash tools/sanity.sh

@@ -23,7 +23,8 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import
 
 import test_isolation_admission
 from rehearsal_env import collection_path
-from test_isolation_admission import _create, _pod, _refused, _request, _workload
+from pods import pod
+from test_isolation_admission import _create, _refused, _request, _workload
 
 # The control plane with the worked day's plan applied, as the isolation tests have it (a
 # module-scoped fixture: this module gets its own).
@@ -100,7 +101,7 @@ def test_the_certificate_lives_as_long_as_was_asked(issued, cluster):
 
 def test_a_job_in_the_own_namespace_and_queue_is_admitted_to_the_queue(issued, cluster):
     info = cluster["info"]
-    job = _workload("Job", "first-job", "training", _pod("training", templates=["gpu-rtx-pro-6000"]), labels=QUEUE_LABELS)
+    job = _workload("Job", "first-job", "training", pod("training", templates=["gpu-rtx-pro-6000"]), labels=QUEUE_LABELS)
     status, body = _create(info, job, cert=issued["cert"])
     assert status == 201, body
     assert body["spec"]["suspend"] is True  # Kueue's webhook holds it until the queue admits it
@@ -110,11 +111,11 @@ def test_a_job_in_the_own_namespace_and_queue_is_admitted_to_the_queue(issued, c
 
 def test_another_teams_namespace_or_queue_is_refused(issued, cluster):
     info = cluster["info"]
-    gpu = _pod("data", templates=["gpu-rtx-pro-6000"])
+    gpu = pod("data", templates=["gpu-rtx-pro-6000"])
     _refused(_create(info, _workload("Job", "elsewhere", "data", gpu, labels=QUEUE_LABELS), cert=issued["cert"]),
              'cannot create resource "jobs" in API group "batch" in the namespace "data"')
     other_queue = {"kueue.x-k8s.io/queue-name": "data", "kueue.x-k8s.io/priority-class": "training"}
-    job = _workload("Job", "their-queue", "training", _pod("training", templates=["gpu-rtx-pro-6000"]),
+    job = _workload("Job", "their-queue", "training", pod("training", templates=["gpu-rtx-pro-6000"]),
                     labels=other_queue)
     _refused(_create(info, job, cert=issued["cert"]), "must carry the label kueue.x-k8s.io/queue-name: training")
 
