@@ -165,6 +165,20 @@ def now_stamp_date():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
+def dated_tree(build, existing):
+    """The plan directory's files from ``build(date)``, and whether they differ from ``existing``.
+
+    The date says when this plan was made: it is renewed only when something else in the
+    directory changes, so a second run on the same inventory changes nothing.
+    """
+    earlier = previous_date(existing)
+    if earlier:
+        tree = build(earlier)
+        if tree == existing:
+            return tree, False
+    return build(now_stamp_date()), True
+
+
 def failure(result, errors):
     """A failed result that lists each problem once.
 
@@ -287,6 +301,14 @@ class ActionModule(ActionBase):
                         errors.append("host %s, field %s: vaulted, and no vault password was given" % (host, name))
         return values
 
+    def _rendered_addons(self, addons, plan, task_vars):
+        """What the add-on roles would render, with their defaults and this play's variables."""
+        files = {}
+        for addon in addons:
+            rendered = addon_settings.render(addon, plan, task_vars, self._templar, self._loader)
+            files.update((relative, text.encode("utf-8")) for relative, text in rendered.items())
+        return files
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
@@ -334,26 +356,15 @@ class ActionModule(ActionBase):
             return result
         stamp = {"inventory": inventory_names(task_vars.get("ansible_inventory_sources"), os.getcwd()),
                  "version": collection_version()}
-        # What the add-on roles would render, with their defaults and this play's variables.
-        rendered_addons = {}
-        for addon in args["addons"]:
-            rendered = addon_settings.render(addon, plan, task_vars, self._templar, self._loader)
-            rendered_addons.update((relative, text.encode("utf-8")) for relative, text in rendered.items())
+        rendered_addons = self._rendered_addons(args["addons"], plan, task_vars)
 
         def build(date):
             tree = generated_files(plan, args["title"], args["examples"], dict(stamp, date=date), changes)
             tree.update(rendered_addons)
             return tree
 
-        existing = read_tree(dest)
-        # The date says when this plan was made: it is renewed only when something else in
-        # the directory changes, so a second run on the same inventory changes nothing.
         try:
-            earlier = previous_date(existing)
-            tree = build(earlier) if earlier else None
-            changed = tree is None or existing != tree
-            if changed:
-                tree = build(now_stamp_date())
+            tree, changed = dated_tree(build, read_tree(dest))
         except ValueError as error:
             return failure(result, ["cannot write the plan report: %s" % error])
         if changed and not self._task.check_mode:

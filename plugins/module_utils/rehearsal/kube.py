@@ -335,20 +335,7 @@ def run_day(admin: Any, team_apis: Mapping[str, Any], plan: Mapping[str, Any], w
             live[name] = {"name": name, "team": workload["team"], "namespace": main["metadata"]["namespace"],
                           "kind": main["kind"], "pods": request["pods"], "request": request,
                           "own_claims": [o["metadata"]["name"] for o in objects if o["kind"] == "ResourceClaim"]}
-        # Wait until nothing changes for `settle` seconds (bounded by `timeout`).
-        last, stable_since = None, clock()
-        while True:
-            observed = {name: observer.workload(s) for name, s in live.items()}
-            snapshot = json.dumps([{n: (o["state"], o["preemptions"], len(o["running"])) for n, o in sorted(observed.items())},
-                                   observer.queues()], sort_keys=True)
-            now = clock()
-            if snapshot != last:
-                last, stable_since = snapshot, now
-            elif now - stable_since >= settle:
-                break
-            if now >= deadline:
-                break
-            sleep(0.25)
+        observed, now = _steady(observer, live, settle, deadline, clock, sleep)
         state = {name: o["state"] for name, o in observed.items()}
         state.update({name: "denied" for name in denied})
         reasons = {name: o["reason"] for name, o in observed.items() if o["reason"]}
@@ -373,6 +360,27 @@ def run_day(admin: Any, team_apis: Mapping[str, Any], plan: Mapping[str, Any], w
         entry["seconds"] = rec["seconds"]
         entry["steady"] = rec["steady"]
     return doc
+
+
+def _steady(observer: Any, live: Mapping[str, Mapping[str, Any]], settle: float, deadline: float,
+            clock: Callable[[], float], sleep: Callable[[float], None]) -> Tuple[Dict[str, Dict[str, Any]], float]:
+    """Observe the live workloads until nothing changes for ``settle`` seconds, or until ``deadline``.
+
+    Returns the last observation and the clock when it was taken (``now < deadline`` means steady).
+    """
+    last, stable_since = None, clock()
+    while True:
+        observed = {name: observer.workload(s) for name, s in live.items()}
+        snapshot = json.dumps([{n: (o["state"], o["preemptions"], len(o["running"])) for n, o in sorted(observed.items())},
+                               observer.queues()], sort_keys=True)
+        now = clock()
+        if snapshot != last:
+            last, stable_since = snapshot, now
+        elif now - stable_since >= settle:
+            return observed, now
+        if now >= deadline:
+            return observed, now
+        sleep(0.25)
 
 
 def _deleted(step: Mapping[str, Any], team_of: Mapping[str, str], plan: Mapping[str, Any]) -> List[Dict[str, Any]]:

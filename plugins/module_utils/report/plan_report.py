@@ -244,71 +244,89 @@ def _gpu_row(host: str, gpu: Dict[str, Any], y: int, colours: Dict[str, str]) ->
         '<text class="gpu-sub" x="0" y="%d">%s</text>'
         % (y + 28, _esc(_fit("%s · %s" % (gpu.get("model"), use), _BAR_X - 12, 11))),
     ]
-    bar_y = y
     if use == "whole":
-        text = "whole GPU · %s" % (team or "unassigned")
-        parts.append('<rect class="bar whole" x="%d" y="%d" width="%d" height="%d" fill="%s"/>'
-                     % (_BAR_X, bar_y, _BAR_WIDTH, _BAR_HEIGHT, colour))
-        parts.append('<text class="bar-text" x="%d" y="%d" fill="%s">%s</text>'
-                     % (_BAR_X + 10, bar_y + 21, ink, _esc(_fit(text, _BAR_WIDTH - 20, 13, bold=True))))
+        parts += _whole_bar(team, y, colour, ink)
     elif use == "shared":
-        replicas = gpu["replicas"]
-        parts.append('<rect class="bar shared" x="%d" y="%d" width="%d" height="%d" fill="%s"/>'
-                     % (_BAR_X, bar_y, _BAR_WIDTH, _BAR_HEIGHT, colour))
-        parts.append('<rect class="bar-hatch" x="%d" y="%d" width="%d" height="%d" fill="url(#hatch)"/>'
-                     % (_BAR_X, bar_y, _BAR_WIDTH, _BAR_HEIGHT))
-        # Dashed dividers show the time slices: replicas take turns, they do not split memory.
-        for slot in range(1, replicas):
-            x = _BAR_X + _BAR_WIDTH * slot / replicas
-            parts.append('<line class="replica-divider" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>'
-                         % (x, bar_y, x, bar_y + _BAR_HEIGHT))
-        # device_plugin may time-slice a full-size MIG instance instead of the bare GPU.
-        carrier = ", ".join(inst["profile"] for inst in gpu.get("instances") or [] if isinstance(inst, dict))
-        text = _fit("time-sliced ×%d%s · %s" % (replicas, " on MIG " + carrier if carrier else "", team or "unassigned"),
-                    _BAR_WIDTH - 24, 13, bold=True)
-        # The text sits on an opaque chip above the hatching and the dividers, so it reads
-        # on every team colour.
-        parts.append('<rect class="label-chip" x="%d" y="%d" width="%.1f" height="%d" rx="3"/>'
-                     % (_BAR_X + 6, bar_y + 6, text_width(text, 13, bold=True) + 10, _BAR_HEIGHT - 12))
-        parts.append('<text class="bar-text boxed" x="%d" y="%d">%s</text>' % (_BAR_X + 11, bar_y + 21, _esc(text)))
+        parts += _shared_bar(gpu, team, y, colour)
     else:
-        units = _placement_units(gpu, where)
-        unit_width = _BAR_WIDTH / units
-        usage = slice_usage(gpu)
-        stranded = bool(usage and usage["stranded_memory"])
-        # Free units no profile can start on are drawn as unusable (mig_solver.slice_usage).
-        parts.append('<rect class="bar mig-free%s" x="%d" y="%d" width="%d" height="%d"/>'
-                     % (" stranded" if stranded else "", _BAR_X, bar_y, _BAR_WIDTH, _BAR_HEIGHT))
-        for slot in range(1, units):
-            x = _BAR_X + unit_width * slot
-            parts.append('<line class="unit-divider" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>'
-                         % (x, bar_y, x, bar_y + _BAR_HEIGHT))
-        for inst in gpu["instances"]:
-            x = _BAR_X + unit_width * inst["start"]
-            width = unit_width * inst["size"]
-            # A named instance serves an inventory need; unnamed ones (explicit profiles, or
-            # left-over slices) are shown by profile and usable memory.
-            label = inst.get("name") or inst["profile"]
-            detail = inst["profile"] if inst.get("name") else (
-                "%.1f GiB" % (inst["memory_mib"] / 1024.0) if isinstance(inst.get("memory_mib"), int) else "")
-            parts.append(
-                '<g class="mig-instance" data-host="%s" data-gpu-index="%d" data-profile="%s" '
-                'data-start="%d" data-size="%d" data-name="%s">'
-                '<title>%s: %s, start %d, size %d%s</title>'
-                '<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>'
-                '<text class="mig-text" x="%.1f" y="%d" fill="%s">%s</text>'
-                '<text class="mig-sub" x="%.1f" y="%d" fill="%s">%s</text></g>'
-                % (_esc(host), gpu["index"], _esc(inst["profile"]), inst["start"], inst["size"],
-                   _esc(inst.get("name") or ""),
-                   _esc(label), _esc(inst["profile"]), inst["start"], inst["size"],
-                   ", %d MiB" % inst["memory_mib"] if isinstance(inst.get("memory_mib"), int) else "",
-                   x + 1, bar_y + 1, width - 2, _BAR_HEIGHT - 2, colour,
-                   x + 5, bar_y + 14, ink, _esc(_fit(label, width - 10, 11, bold=True)),
-                   x + 5, bar_y + 27, ink, _esc(_fit(detail, width - 10, 10))))
-        if usage:
-            parts.append(_gauge(host, gpu, usage, colour, bar_y + _BAR_HEIGHT + 5))
+        parts += _mig_bar(host, gpu, where, y, colour, ink)
     parts.append("</g>")
     return "".join(parts)
+
+
+def _whole_bar(team: Optional[str], bar_y: int, colour: str, ink: str) -> List[str]:
+    """A whole GPU's bar: one block in the team's colour."""
+    text = "whole GPU · %s" % (team or "unassigned")
+    return ['<rect class="bar whole" x="%d" y="%d" width="%d" height="%d" fill="%s"/>'
+            % (_BAR_X, bar_y, _BAR_WIDTH, _BAR_HEIGHT, colour),
+            '<text class="bar-text" x="%d" y="%d" fill="%s">%s</text>'
+            % (_BAR_X + 10, bar_y + 21, ink, _esc(_fit(text, _BAR_WIDTH - 20, 13, bold=True)))]
+
+
+def _shared_bar(gpu: Dict[str, Any], team: Optional[str], bar_y: int, colour: str) -> List[str]:
+    """A time-sliced GPU's bar: hatched, with a divider between replicas and the text on a chip."""
+    parts: List[str] = []
+    replicas = gpu["replicas"]
+    parts.append('<rect class="bar shared" x="%d" y="%d" width="%d" height="%d" fill="%s"/>'
+                 % (_BAR_X, bar_y, _BAR_WIDTH, _BAR_HEIGHT, colour))
+    parts.append('<rect class="bar-hatch" x="%d" y="%d" width="%d" height="%d" fill="url(#hatch)"/>'
+                 % (_BAR_X, bar_y, _BAR_WIDTH, _BAR_HEIGHT))
+    # Dashed dividers show the time slices: replicas take turns, they do not split memory.
+    for slot in range(1, replicas):
+        x = _BAR_X + _BAR_WIDTH * slot / replicas
+        parts.append('<line class="replica-divider" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>'
+                     % (x, bar_y, x, bar_y + _BAR_HEIGHT))
+    # device_plugin may time-slice a full-size MIG instance instead of the bare GPU.
+    carrier = ", ".join(inst["profile"] for inst in gpu.get("instances") or [] if isinstance(inst, dict))
+    text = _fit("time-sliced ×%d%s · %s" % (replicas, " on MIG " + carrier if carrier else "", team or "unassigned"),
+                _BAR_WIDTH - 24, 13, bold=True)
+    # The text sits on an opaque chip above the hatching and the dividers, so it reads
+    # on every team colour.
+    parts.append('<rect class="label-chip" x="%d" y="%d" width="%.1f" height="%d" rx="3"/>'
+                 % (_BAR_X + 6, bar_y + 6, text_width(text, 13, bold=True) + 10, _BAR_HEIGHT - 12))
+    parts.append('<text class="bar-text boxed" x="%d" y="%d">%s</text>' % (_BAR_X + 11, bar_y + 21, _esc(text)))
+    return parts
+
+
+def _mig_bar(host: str, gpu: Dict[str, Any], where: str, bar_y: int, colour: str, ink: str) -> List[str]:
+    """A MIG GPU's bar: its placement units, each instance on its slices, and the usage gauge."""
+    parts: List[str] = []
+    units = _placement_units(gpu, where)
+    unit_width = _BAR_WIDTH / units
+    usage = slice_usage(gpu)
+    stranded = bool(usage and usage["stranded_memory"])
+    # Free units no profile can start on are drawn as unusable (mig_solver.slice_usage).
+    parts.append('<rect class="bar mig-free%s" x="%d" y="%d" width="%d" height="%d"/>'
+                 % (" stranded" if stranded else "", _BAR_X, bar_y, _BAR_WIDTH, _BAR_HEIGHT))
+    for slot in range(1, units):
+        x = _BAR_X + unit_width * slot
+        parts.append('<line class="unit-divider" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>'
+                     % (x, bar_y, x, bar_y + _BAR_HEIGHT))
+    for inst in gpu["instances"]:
+        x = _BAR_X + unit_width * inst["start"]
+        width = unit_width * inst["size"]
+        # A named instance serves an inventory need; unnamed ones (explicit profiles, or
+        # left-over slices) are shown by profile and usable memory.
+        label = inst.get("name") or inst["profile"]
+        detail = inst["profile"] if inst.get("name") else (
+            "%.1f GiB" % (inst["memory_mib"] / 1024.0) if isinstance(inst.get("memory_mib"), int) else "")
+        parts.append(
+            '<g class="mig-instance" data-host="%s" data-gpu-index="%d" data-profile="%s" '
+            'data-start="%d" data-size="%d" data-name="%s">'
+            '<title>%s: %s, start %d, size %d%s</title>'
+            '<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"/>'
+            '<text class="mig-text" x="%.1f" y="%d" fill="%s">%s</text>'
+            '<text class="mig-sub" x="%.1f" y="%d" fill="%s">%s</text></g>'
+            % (_esc(host), gpu["index"], _esc(inst["profile"]), inst["start"], inst["size"],
+               _esc(inst.get("name") or ""),
+               _esc(label), _esc(inst["profile"]), inst["start"], inst["size"],
+               ", %d MiB" % inst["memory_mib"] if isinstance(inst.get("memory_mib"), int) else "",
+               x + 1, bar_y + 1, width - 2, _BAR_HEIGHT - 2, colour,
+               x + 5, bar_y + 14, ink, _esc(_fit(label, width - 10, 11, bold=True)),
+               x + 5, bar_y + 27, ink, _esc(_fit(detail, width - 10, 10))))
+    if usage:
+        parts.append(_gauge(host, gpu, usage, colour, bar_y + _BAR_HEIGHT + 5))
+    return parts
 
 
 # Advance widths in hundredths of an em of DejaVu Sans (regular, bold) for " " to "~",

@@ -89,7 +89,7 @@ def test_publish_that_fails_leaves_no_scratch_or_retired_directory(tmp_path, mon
     assert os.listdir(tmp_path) == []
 
 
-# old_plan_state, inventory_names, previous_date
+# old_plan_state, inventory_names, previous_date, dated_tree
 
 
 def test_old_plan_state_reads_the_plan_json_of_a_directory(tmp_path, plan):
@@ -121,6 +121,27 @@ def test_previous_date_is_read_from_the_report():
     assert plan_report.previous_date({"index.html": b'<p data-stamp-date="2026-05-06 07:08 UTC">'}) == \
         "2026-05-06 07:08 UTC"
     assert plan_report.previous_date({}) is None
+
+
+def _dated_build(body):
+    def build(date):
+        return {"index.html": ('<p data-stamp-date="%s">%s</p>' % (date, body)).encode("utf-8")}
+    return build
+
+
+def test_an_unchanged_plan_keeps_its_date(monkeypatch):
+    monkeypatch.setattr(plan_report, "now_stamp_date", lambda: "2026-12-04 10:00 UTC")
+    existing = _dated_build("same")("2026-05-06 07:08 UTC")
+    assert plan_report.dated_tree(_dated_build("same"), existing) == (existing, False)
+
+
+@pytest.mark.parametrize("existing", [{}, {"index.html": b"<p>no stamp</p>"},
+                                      {"index.html": b'<p data-stamp-date="2026-05-06 07:08 UTC">old</p>'}])
+def test_a_new_or_changed_plan_is_dated_now(monkeypatch, existing):
+    monkeypatch.setattr(plan_report, "now_stamp_date", lambda: "2026-12-04 10:00 UTC")
+    tree, changed = plan_report.dated_tree(_dated_build("new"), existing)
+    assert changed is True
+    assert tree == _dated_build("new")("2026-12-04 10:00 UTC")
 
 
 # failure, _vaulted
