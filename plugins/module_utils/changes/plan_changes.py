@@ -23,7 +23,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
 from ansible_collections.gpushare.cluster.plugins.module_utils.changes import prune
-from ansible_collections.gpushare.cluster.plugins.module_utils.planner.quotas import TEAM_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
+    DEVICE_PLUGIN_CONFIG_LABEL, GPU_NODE_LABEL_PREFIX, KUEUE_GROUP, MIG_CONFIG_LABEL, TEAM_LABEL)
 
 CHANGES_VERSION = 1
 CLUSTER = "cluster"
@@ -34,10 +35,9 @@ API_VERSIONS = {kind: prune.API_VERSIONS[kind] for kinds in helm_values.KINDS_BY
 WORKLOAD_API_VERSION = prune.WORKLOAD_API_VERSION
 # Node labels whose change repartitions or re-advertises a node's GPUs: the gpu_operator role
 # drains the node before it sets them (helm_values.relabel_steps decides the same way).
-DRAINING_LABELS = (helm_values.MIG_CONFIG_LABEL, helm_values.DEVICE_PLUGIN_CONFIG_LABEL)
-# The label every GPU node of a plan carries (sharing.py): how a node of the live cluster
-# that the new plan no longer holds is recognised as one of the collection's.
-GPU_NODE_LABEL_PREFIX = "gpushare.io/gpu."
+DRAINING_LABELS = (MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL)
+# A GPU node of the live cluster that the new plan no longer holds is recognised as one of the
+# collection's by its GPU_NODE_LABEL_PREFIX label (sharing.model_label).
 # Which layer applies what: a refusal concerns only the layers a run applies.
 DRAIN_LAYER = "gpu_stack"
 QUEUE_LAYER = "queues"
@@ -323,7 +323,7 @@ def _workload_changes(old: Mapping[str, Any], deleted: Iterable[Tuple[str, str, 
         queue = str((workload.get("spec") or {}).get("queueName") or "")
         if (namespace, queue) in gone or namespace in gone_namespaces:
             admission = (workload.get("status") or {}).get("admission") or {}
-            local_queue = old["objects"].get(("kueue.x-k8s.io", "LocalQueue", namespace, queue)) or {}
+            local_queue = old["objects"].get((KUEUE_GROUP, "LocalQueue", namespace, queue)) or {}
             without_queue.append({"namespace": namespace, "name": name, "queue": queue,
                                   "admitted": bool(admission.get("clusterQueue")),
                                   "cluster_queue": admission.get("clusterQueue")

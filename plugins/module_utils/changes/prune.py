@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
 from ansible_collections.gpushare.cluster.plugins.module_utils.render.helm_values import KINDS_BY_ROLE
-from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import TEAM_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import KUEUE_API, RESOURCE_API, TEAM_LABEL
 
 # kind -> apiVersion of every kind the collection applies from a plan (and prunes).
 API_VERSIONS: Dict[str, str] = {
@@ -32,16 +32,16 @@ API_VERSIONS: Dict[str, str] = {
     "ClusterRoleBinding": "rbac.authorization.k8s.io/v1",
     "ValidatingAdmissionPolicy": "admissionregistration.k8s.io/v1",
     "ValidatingAdmissionPolicyBinding": "admissionregistration.k8s.io/v1",
-    "DeviceClass": "resource.k8s.io/v1",
-    "ResourceClaimTemplate": "resource.k8s.io/v1",
-    "ResourceClaim": "resource.k8s.io/v1",
-    "WorkloadPriorityClass": "kueue.x-k8s.io/v1beta2",
-    "ResourceFlavor": "kueue.x-k8s.io/v1beta2",
-    "Cohort": "kueue.x-k8s.io/v1beta2",
-    "ClusterQueue": "kueue.x-k8s.io/v1beta2",
-    "LocalQueue": "kueue.x-k8s.io/v1beta2",
+    "DeviceClass": RESOURCE_API,
+    "ResourceClaimTemplate": RESOURCE_API,
+    "ResourceClaim": RESOURCE_API,
+    "WorkloadPriorityClass": KUEUE_API,
+    "ResourceFlavor": KUEUE_API,
+    "Cohort": KUEUE_API,
+    "ClusterQueue": KUEUE_API,
+    "LocalQueue": KUEUE_API,
 }
-WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
+WORKLOAD_API_VERSION = KUEUE_API
 # The tenancy role also applies each team namespace's boundaries (addon_files.boundary_objects).
 PRUNED_KINDS: Dict[str, Tuple[str, ...]] = {
     "dra_driver": KINDS_BY_ROLE["dra_driver"],

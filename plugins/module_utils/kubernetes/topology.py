@@ -18,6 +18,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import team_access
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import versions
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import RESOURCE_V1BETA1_API
 
 SUPPORTED_MINORS = versions.SUPPORTED_KUBERNETES_MINORS
 KNOWN_CNIS = ("calico", "cilium", "none")
@@ -258,7 +259,7 @@ def extra_args_list(args: Mapping[str, object], feature_gates: Optional[Mapping[
 # watching ResourceSlices through resource.k8s.io/v1beta1 (internal/pkg/transformation/dra.go)
 # and waits for that watch before it exports anything; Kubernetes 1.34+ serves only
 # resource.k8s.io/v1 unless the API server is told to (seen on the rehearsal's v1.35.4).
-DRA_BACKEND_APISERVER_ARGS = {"runtime-config": "resource.k8s.io/v1beta1=true"}
+DRA_BACKEND_APISERVER_ARGS = {"runtime-config": RESOURCE_V1BETA1_API + "=true"}
 
 
 def backend_apiserver_args(args: Optional[Mapping[str, object]], backend: str = "dra",

@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import Team
-from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import DRA_DRIVER, RESOURCE_API, TEAM_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
+    DESCRIPTION_ANNOTATION, DRA_DRIVER, GPUSHARE_GROUP, RESOURCE_API, TEAM_LABEL)
 
 DRIVER = DRA_DRIVER
 _ATTR = "device.attributes['%s']" % DRIVER
@@ -41,21 +42,21 @@ def _quote(text: str) -> str:
 
 
 def whole_class_name(model_key: str) -> str:
-    return "%s.%s" % (sharing.model_slug(model_key), sharing.DRA_GROUP)
+    return "%s.%s" % (sharing.model_slug(model_key), GPUSHARE_GROUP)
 
 
 def mig_class_name(model_key: str, profile: str) -> str:
-    return "%s.%s.%s" % (sharing.profile_slug(profile), sharing.model_slug(model_key), sharing.DRA_GROUP)
+    return "%s.%s.%s" % (sharing.profile_slug(profile), sharing.model_slug(model_key), GPUSHARE_GROUP)
 
 
 def shared_class_name(model_key: str, team: str) -> str:
     """Class of a team's standalone shared claims (not counted by Kueue)."""
-    return "%s.%s.shared.%s" % (team, sharing.model_slug(model_key), sharing.DRA_GROUP)
+    return "%s.%s.shared.%s" % (team, sharing.model_slug(model_key), GPUSHARE_GROUP)
 
 
 def lendable_class_name(model_key: str) -> str:
     """Class of the time-shared GPUs of a model taken whole, counted as ``<model>-shared``."""
-    return "%s.shared.%s" % (sharing.model_slug(model_key), sharing.DRA_GROUP)
+    return "%s.shared.%s" % (sharing.model_slug(model_key), GPUSHARE_GROUP)
 
 
 def uuid_in_expression(uuids: Sequence[str]) -> str:
@@ -100,7 +101,7 @@ def _device_class(name: str, expression: str, description: str) -> Dict[str, Any
     return {
         "apiVersion": RESOURCE_API,
         "kind": "DeviceClass",
-        "metadata": {"name": name, "annotations": {"gpushare.io/description": description}},
+        "metadata": {"name": name, "annotations": {DESCRIPTION_ANNOTATION: description}},
         "spec": {"selectors": [{"cel": {"expression": expression}}]},
     }
 

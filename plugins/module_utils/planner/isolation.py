@@ -28,7 +28,9 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import Team
-from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
+    KUEUE_GROUP, NVIDIA_RESOURCE_PREFIX, POD_SECURITY_ENFORCE_LABEL, POD_SECURITY_LABEL_PREFIX, PRIORITY_LABEL,
+    QUEUE_LABEL, RESOURCE_GROUP, TEAM_LABEL)
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 ADMISSION_API = "admissionregistration.k8s.io/v1"
@@ -49,12 +51,12 @@ POD_SECURITY_ENFORCE = "baseline"
 POD_SECURITY_WARN = "restricted"
 POD_SECURITY_VERSION = "v1.34"
 POD_SECURITY_LABELS = {
-    "pod-security.kubernetes.io/enforce": POD_SECURITY_ENFORCE,
-    "pod-security.kubernetes.io/enforce-version": POD_SECURITY_VERSION,
-    "pod-security.kubernetes.io/warn": POD_SECURITY_WARN,
-    "pod-security.kubernetes.io/warn-version": POD_SECURITY_VERSION,
-    "pod-security.kubernetes.io/audit": POD_SECURITY_WARN,
-    "pod-security.kubernetes.io/audit-version": POD_SECURITY_VERSION,
+    POD_SECURITY_ENFORCE_LABEL: POD_SECURITY_ENFORCE,
+    POD_SECURITY_ENFORCE_LABEL + "-version": POD_SECURITY_VERSION,
+    POD_SECURITY_LABEL_PREFIX + "warn": POD_SECURITY_WARN,
+    POD_SECURITY_LABEL_PREFIX + "warn-version": POD_SECURITY_VERSION,
+    POD_SECURITY_LABEL_PREFIX + "audit": POD_SECURITY_WARN,
+    POD_SECURITY_LABEL_PREFIX + "audit-version": POD_SECURITY_VERSION,
 }
 
 # ResourceQuota of every team namespace where the inventory's namespace_quota leaves a key
@@ -108,7 +110,7 @@ SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 # Extended resources that stand for GPUs under dra without a claim: the device plugin's
 # names and DRA extended resources (KEP-5004: deviceclass.resource.kubernetes.io/<class>, and
 # the chart's extendedResourceName nvidia.com/gpu on gpu.nvidia.com).
-DRA_FORBIDDEN_RESOURCE_PREFIXES = ("nvidia.com/", "deviceclass.resource.kubernetes.io/")
+DRA_FORBIDDEN_RESOURCE_PREFIXES = (NVIDIA_RESOURCE_PREFIX, "deviceclass.resource.kubernetes.io/")
 
 # Metadata of a workload and of the pod template inside it, per kind the policies cover.
 _METADATA_PATHS = {
@@ -222,8 +224,8 @@ TEAM_RULES = [
     {"apiGroups": ["apps"], "resources": ["deployments/scale", "statefulsets/scale"], "verbs": ["get", "update", "patch"]},
     {"apiGroups": ["apps"], "resources": ["replicasets"], "verbs": _READ},
     # Claims and templates come from the plan; the team uses them, it does not make new ones.
-    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims", "resourceclaimtemplates"], "verbs": _READ},
-    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["localqueues", "workloads"], "verbs": _READ},
+    {"apiGroups": [RESOURCE_GROUP], "resources": ["resourceclaims", "resourceclaimtemplates"], "verbs": _READ},
+    {"apiGroups": [KUEUE_GROUP], "resources": ["localqueues", "workloads"], "verbs": _READ},
     {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": _READ},
 ]
 
@@ -456,7 +458,7 @@ def claim_policies(teams: Sequence[Team], template_classes: Mapping[str, Sequenc
             "spec": {
                 "failurePolicy": "Fail",
                 "matchConstraints": {
-                    "resourceRules": [_rule("resource.k8s.io", ["resourceclaims", "resourceclaimtemplates"], ("CREATE",))],
+                    "resourceRules": [_rule(RESOURCE_GROUP, ["resourceclaims", "resourceclaimtemplates"], ("CREATE",))],
                     "namespaceSelector": selector,
                 },
                 "validations": [

@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import Team
-from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import KUEUE_API, TEAM_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import GPU_PRODUCT_LABEL, KUEUE_API, TEAM_LABEL
 
 CPU_FLAVOR = "gpushare-cpu"
 RECLAIM_WITHIN_COHORT = "Any"
@@ -133,9 +133,9 @@ def _flavor_object(name: str, model: str, kind: str, backend: str,
     # MIG and dra, the planner's own model label, which the plan sets on every GPU node.
     single_product = len(gpu_catalog.lookup(model).product_names) == 1
     if backend == "device_plugin" and kind == "whole" and single_product:
-        node_labels = {"nvidia.com/gpu.product": sharing.gfd_product(model)}
+        node_labels = {GPU_PRODUCT_LABEL: sharing.gfd_product(model)}
     elif backend == "device_plugin" and kind == "shared" and single_product:
-        node_labels = {"nvidia.com/gpu.product": sharing.gfd_product(model) + "-SHARED"}
+        node_labels = {GPU_PRODUCT_LABEL: sharing.gfd_product(model) + "-SHARED"}
     else:
         node_labels = {sharing.model_label(model): "true"}
     spec: Dict[str, Any] = {"nodeLabels": node_labels}

@@ -27,12 +27,11 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import mig_so
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import Gpu
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import versions
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
+    DEVICE_PLUGIN_CONFIG_LABEL, GPU_NODE_LABEL_PREFIX, GPU_RESOURCE, GPUSHARE_GROUP, MIG_CONFIG_LABEL,
+    MIG_RESOURCE_PREFIX, SHARED_GPU_RESOURCE)
 
 BACKENDS = versions.BACKENDS
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
-MODEL_LABEL_PREFIX = "gpushare.io/gpu."
-DRA_GROUP = "gpushare.io"
 ALL_DISABLED = "all-disabled"
 DEVICE_PLUGIN_DEFAULT = "gpushare-default"
 
@@ -48,7 +47,7 @@ def profile_slug(profile: str) -> str:
 
 def model_label(model_key: str) -> str:
     """Node label the plan sets on every node with this GPU model (value "true")."""
-    return MODEL_LABEL_PREFIX + model_slug(model_key)
+    return GPU_NODE_LABEL_PREFIX + model_slug(model_key)
 
 
 def gfd_product(model_key: str) -> str:
@@ -65,22 +64,22 @@ def resource_name(backend: str, model_key: str, use: str, profile: Optional[str]
     """The quota resource one unit of this GPU use is counted in."""
     if backend == "device_plugin":
         if use == "whole":
-            return "nvidia.com/gpu"
+            return GPU_RESOURCE
         if use == "shared":
-            return "nvidia.com/gpu.shared"
+            return SHARED_GPU_RESOURCE
         if use == "mig":
-            return "nvidia.com/mig-%s" % profile_slug(profile or "")
+            return MIG_RESOURCE_PREFIX + profile_slug(profile or "")
         if use == "mig-shared":
-            return "nvidia.com/mig-%s.shared" % profile_slug(profile or "")
+            return MIG_RESOURCE_PREFIX + profile_slug(profile or "") + ".shared"
     else:
         if use == "whole":
-            return "%s/%s" % (DRA_GROUP, model_slug(model_key))
+            return "%s/%s" % (GPUSHARE_GROUP, model_slug(model_key))
         if use == "mig":
-            return "%s/%s-mig-%s" % (DRA_GROUP, model_slug(model_key), profile_slug(profile or ""))
+            return "%s/%s-mig-%s" % (GPUSHARE_GROUP, model_slug(model_key), profile_slug(profile or ""))
         if use == "shared":
             # The time-shared GPU as one whole device, for claims placed while no pod holds
             # its shared claim (docs/quotas.md, "Time-shared GPUs under dra").
-            return "%s/%s-shared" % (DRA_GROUP, model_slug(model_key))
+            return "%s/%s-shared" % (GPUSHARE_GROUP, model_slug(model_key))
     raise ValueError("no quota resource for use %r with backend %s" % (use, backend))
 
 
@@ -219,7 +218,7 @@ class _Planner:
                 entry["flavor"] = flavor_name(gpu.model, "shared")
                 name = resource_name(self.backend, gpu.model, "shared")
                 resources[name] = gpu.replicas or 0
-                shared_replicas["nvidia.com/gpu"] = self._same_replicas(host, gpu, shared_replicas.get("nvidia.com/gpu"))
+                shared_replicas[GPU_RESOURCE] = self._same_replicas(host, gpu, shared_replicas.get(GPU_RESOURCE))
             else:
                 # dra: the pods that share the GPU use a standalone ResourceClaim, outside Kueue
                 # (Kueue 0.19 refuses workloads with resourceClaimName). The GPU itself is counted

@@ -53,6 +53,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import topology as k8s_topology
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.yaml_text import yaml
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import KUEUE_API, KUEUE_CONFIG_API
 
 try:
     from cryptography import x509
@@ -627,12 +628,12 @@ def kueue_config(configuration: Optional[Mapping[str, Any]], d: Mapping[str, str
     fair sharing, resources, ...) is the caller's and reaches Kueue unchanged.
     """
     config: Dict[str, Any] = copy.deepcopy(dict(configuration or {}))
-    if config.get("apiVersion") not in (None, "config.kueue.x-k8s.io/v1beta2"):
+    if config.get("apiVersion") not in (None, KUEUE_CONFIG_API):
         raise RehearsalError(f"kueue_configuration.apiVersion: {config.get('apiVersion')!r}; "
-                             "the rehearsal runs Kueue with config.kueue.x-k8s.io/v1beta2")
+                             "the rehearsal runs Kueue with " + KUEUE_CONFIG_API)
     if config.get("kind") not in (None, "Configuration"):
         raise RehearsalError(f"kueue_configuration.kind: {config.get('kind')!r}, expected Configuration")
-    config["apiVersion"] = "config.kueue.x-k8s.io/v1beta2"
+    config["apiVersion"] = KUEUE_CONFIG_API
     config["kind"] = "Configuration"
     config.pop("pprofBindAddress", None)
     _set_path(config, "webhook.host", "127.0.0.1")
@@ -1056,17 +1057,17 @@ def _probe_objects() -> List[Tuple[str, str, Dict[str, Any]]]:
     """(description, API path, object) created with dryRun=All: each passes one Kueue webhook."""
     ns = "default"
     return [
-        ("ResourceFlavor", "/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
-         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": "rehearsal-probe"}}),
-        ("ClusterQueue", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
-         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "rehearsal-probe"},
+        ("ResourceFlavor", f"/apis/{KUEUE_API}/resourceflavors",
+         {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": "rehearsal-probe"}}),
+        ("ClusterQueue", f"/apis/{KUEUE_API}/clusterqueues",
+         {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": "rehearsal-probe"},
           "spec": {"namespaceSelector": {}, "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
               {"name": "rehearsal-probe", "resources": [{"name": "cpu", "nominalQuota": "1"}]}]}]}}),
-        ("LocalQueue", f"/apis/kueue.x-k8s.io/v1beta2/namespaces/{ns}/localqueues",
-         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "rehearsal-probe", "namespace": ns},
+        ("LocalQueue", f"/apis/{KUEUE_API}/namespaces/{ns}/localqueues",
+         {"apiVersion": KUEUE_API, "kind": "LocalQueue", "metadata": {"name": "rehearsal-probe", "namespace": ns},
           "spec": {"clusterQueue": "rehearsal-probe"}}),
-        ("Cohort", "/apis/kueue.x-k8s.io/v1beta2/cohorts",
-         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "rehearsal-probe"}}),
+        ("Cohort", f"/apis/{KUEUE_API}/cohorts",
+         {"apiVersion": KUEUE_API, "kind": "Cohort", "metadata": {"name": "rehearsal-probe"}}),
         ("Job", f"/apis/batch/v1/namespaces/{ns}/jobs",
          {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "rehearsal-probe", "namespace": ns},
           "spec": {"suspend": True, "template": {"spec": {"restartPolicy": "Never", "containers": [

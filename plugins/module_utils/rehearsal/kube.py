@@ -26,9 +26,9 @@ except ImportError:  # reported by the modules
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import steps as steps_lib
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import world as world_lib
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
+    KUEUE_GROUP, KUEUE_VERSION, NVIDIA_RESOURCE_PREFIX, RESOURCE_GROUP, RESOURCE_VERSION, TEAM_LABEL)
 
-KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
-RESOURCE_GROUP, RESOURCE_VERSION = "resource.k8s.io", "v1"
 NON_GPU_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 
 
@@ -185,7 +185,7 @@ class Observer:
         """team -> {in_use, borrowed} quota units of GPU resources, from the ClusterQueues' status."""
         out: Dict[str, Dict[str, int]] = {}
         for cq in self.custom.list_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "clusterqueues")["items"]:
-            team = (cq["metadata"].get("labels") or {}).get(steps_lib.TEAM_LABEL) or cq["metadata"]["name"]
+            team = (cq["metadata"].get("labels") or {}).get(TEAM_LABEL) or cq["metadata"]["name"]
             total = borrowed = 0
             for flavor in (cq.get("status") or {}).get("flavorsUsage") or []:
                 for res in flavor.get("resources") or []:
@@ -217,7 +217,7 @@ class Observer:
                 for container in pod.spec.containers:
                     limits = (container.resources.limits or {}) if container.resources else {}
                     for resource in sorted(limits):
-                        if not resource.startswith("nvidia.com/"):
+                        if not resource.startswith(NVIDIA_RESOURCE_PREFIX):
                             continue
                         entry = world_lib.find_device(self.world, node, resource) or {}
                         for _unit in range(int(str(limits[resource]))):

@@ -38,7 +38,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.render import exa
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import quantities
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import world as rehearsal_world
-from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import GPU_PRODUCT_LABEL, PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract
 
@@ -388,7 +388,7 @@ def workload_objects(plan_dict: Mapping[str, Any], workload: Mapping[str, Any]) 
     if claims:
         pod_spec["resourceClaims"] = claims
     if plan.backend == "device_plugin" and request.get("model") and workload.get("model"):
-        pod_spec["nodeSelector"] = {"nvidia.com/gpu.product": rehearsal_world.sharing.gfd_product(request["model"])}
+        pod_spec["nodeSelector"] = {GPU_PRODUCT_LABEL: rehearsal_world.sharing.gfd_product(request["model"])}
     annotations = {KWOK_COMPLETE_DELAY: RUN_FOREVER}
     if request["kind"] == "Pod":
         objects.append({"apiVersion": "v1", "kind": "Pod",

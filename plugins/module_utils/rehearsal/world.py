@@ -36,7 +36,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract, sharing
-from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import DRA_DRIVER, RESOURCE_API
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
+    DRA_DRIVER, GPU_PRODUCT_LABEL, GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_API)
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 
 DRIVER = DRA_DRIVER
@@ -187,11 +188,11 @@ def extended_resources(host: str, gpus: Sequence[Mapping[str, Any]],
         base = {"node": host, "index": gpu.get("index"), "model": model.key, "team": gpu.get("team"),
                 "use": gpu.get("use"), "uuid": gpu_uuid(host, gpu)}
         if not gpu.get("mig_enabled"):
-            physical.setdefault("nvidia.com/gpu", []).append(dict(base, profile=None))
+            physical.setdefault(GPU_RESOURCE, []).append(dict(base, profile=None))
             continue
         for instance in gpu.get("instances") or []:
             profile = model.profile(str(instance["profile"]))
-            name = "nvidia.com/mig-" + profile.name.replace("+", ".")
+            name = MIG_RESOURCE_PREFIX + profile.name.replace("+", ".")
             physical.setdefault(name, []).append(dict(base, profile=profile.name, instance=instance.get("name")))
     slicing, _renamed = _time_slicing(config)
     advertised: Dict[str, int] = {}
@@ -215,10 +216,10 @@ def _gfd_labels(host: str, gpus: Sequence[Mapping[str, Any]], backend: str,
     if backend == "device_plugin":
         slicing, _renamed = _time_slicing(config)
         # GFD appends -SHARED to the product of time-sliced full GPUs (renamed or not).
-        if "nvidia.com/gpu" in slicing:
+        if GPU_RESOURCE in slicing:
             product += "-SHARED"
         labels["nvidia.com/mig.strategy"] = "mixed"
-    labels["nvidia.com/gpu.product"] = product
+    labels[GPU_PRODUCT_LABEL] = product
     return labels
 
 

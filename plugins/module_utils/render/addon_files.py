@@ -20,6 +20,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.render import hel
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import isolation
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import local_path
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import POD_SECURITY_ENFORCE_LABEL
 
 ADDONS = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")
 
@@ -73,7 +74,7 @@ def _privileged_namespace(name: str) -> Dict[str, Any]:
     # The operator's driver/toolkit/MIG Manager pods, the DRA kubelet plugin and
     # node-exporter need host access.
     return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}}
+            "metadata": {"name": name, "labels": {POD_SECURITY_ENFORCE_LABEL: "privileged"}}}
 
 
 def _of_kinds(objects: List[Dict[str, Any]], kinds: Tuple[str, ...]) -> List[Dict[str, Any]]:

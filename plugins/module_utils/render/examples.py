@@ -37,12 +37,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract, sharing
-from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import PRIORITY_LABEL, QUEUE_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import APP_NAME_LABEL, DESCRIPTION_ANNOTATION, PRIORITY_LABEL, QUEUE_LABEL
 
 _UNLIMITED = 1 << 30
 
 EXAMPLE_LABEL = "gpushare.io/example"
-DESCRIPTION_ANNOTATION = "gpushare.io/description"
 
 VLLM_IMAGE = "vllm/vllm-openai:v0.11.0"
 SERVING_IMAGE = "nvcr.io/nvidia/tritonserver:25.09-py3"
@@ -236,7 +235,7 @@ def _pod_spec(container: Dict[str, Any], claims: List[Dict[str, Any]], restart: 
 
 
 def _deployment(name: str, namespace: str, labels: Dict[str, str], pod_spec: Dict[str, Any]) -> Dict[str, Any]:
-    selector = {"app.kubernetes.io/name": name}
+    selector = {APP_NAME_LABEL: name}
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},

@@ -21,10 +21,12 @@ except ImportError:  # ansible-core brings PyYAML; yaml_text says so if it is mi
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import local_path
 from ansible_collections.gpushare.cluster.plugins.module_utils.sources import mirrors as mirrors_lib
-from ansible_collections.gpushare.cluster.plugins.module_utils._common import yaml_text
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership, yaml_text
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import PlanContractError
-from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract
-from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import DRA_DRIVER
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract, sharing
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
+    DEVICE_PLUGIN_CONFIG_LABEL, DRA_DRIVER, DRA_PLUGIN_LABEL, GPU_CLIENT_LABEL, GPU_RESOURCE, KUEUE_CONFIG_API,
+    MIG_CONFIG_LABEL, MIG_RESOURCE_PREFIX, NVIDIA_RESOURCE_PREFIX, PART_OF_LABEL, RESOURCE_GROUP)
 
 # Object kinds of the plan, by the role that applies them.
 KINDS_BY_ROLE: Dict[str, tuple] = {
@@ -41,13 +43,8 @@ KINDS_BY_ROLE: Dict[str, tuple] = {
     "kueue": ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass"),
 }
 
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-MIG_STATE_LABEL = "nvidia.com/mig.config.state"
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
-DRA_PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"
-GPU_CLIENT_LABEL = "nvidia.com/gpu.deploy.client"
-ALL_DISABLED = "all-disabled"
-DEFAULT_DEVICE_PLUGIN_CONFIG = "gpushare-default"
+# The objects and values the add-on roles render beside the charts carry this label.
+PART_OF_LABELS = {PART_OF_LABEL: "gpushare"}
 
 MICROK8S_TOOLKIT_ENV = [
     {"name": "CONTAINERD_CONFIG", "value": "/var/snap/microk8s/current/args/containerd-template.toml"},
@@ -71,8 +68,8 @@ TOOLKIT_ENV = [{"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED"
 # the prefix nvidia.com/mig-).
 DCGM_EXPORTER_SERVICE_ACCOUNT = "nvidia-dcgm-exporter"
 DCGM_EXPORTER_DRA_ROLE = "gpushare-dcgm-exporter-dra"
-DCGM_EXPORTER_MAPPED = ("nvidia.com/gpu",)
-DCGM_EXPORTER_MAPPED_PREFIX = "nvidia.com/mig-"
+DCGM_EXPORTER_MAPPED = (GPU_RESOURCE,)
+DCGM_EXPORTER_MAPPED_PREFIX = MIG_RESOURCE_PREFIX
 
 KUEUE_FRAMEWORKS = [
     "batch/job",
@@ -285,7 +282,7 @@ def gpu_pods(pods: List[Mapping[str, Any]]) -> List[Dict[str, str]]:
             resources = container.get("resources") or {}
             for section in ("limits", "requests"):
                 names.update((resources.get(section) or {}).keys())
-        if spec.get("resourceClaims") or any(str(name).startswith("nvidia.com/") for name in names):
+        if spec.get("resourceClaims") or any(str(name).startswith(NVIDIA_RESOURCE_PREFIX) for name in names):
             found.append({"name": str(metadata.get("name")), "namespace": str(metadata.get("namespace", "default"))})
     return found
 
@@ -296,7 +293,7 @@ def mig_parted_config(plan: Mapping[str, Any]) -> Dict[str, Any]:
     """The plan's mig-parted config plus ``all-disabled`` (the default for nodes without a layout)."""
     config = copy.deepcopy(dict(contract.check_plan(plan).get("mig_parted") or {"version": "v1", "mig-configs": {}}))
     configs = config.setdefault("mig-configs", {})
-    configs.setdefault(ALL_DISABLED, [{"devices": "all", "mig-enabled": False}])
+    configs.setdefault(sharing.ALL_DISABLED, [{"devices": "all", "mig-enabled": False}])
     config.setdefault("version", "v1")
     return config
 
@@ -348,11 +345,11 @@ def dcgm_exporter_rbac(plan: Mapping[str, Any], namespace: str, dra_attribution:
     """
     if plan.get("backend") != "dra" or not dra_attribution:
         return []
-    labels = {"app.kubernetes.io/managed-by": "gpushare.cluster", "app.kubernetes.io/part-of": "gpushare"}
+    labels = {ownership.MANAGED_BY_LABEL: ownership.MANAGED_BY, **PART_OF_LABELS}
     return [
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
          "metadata": {"name": DCGM_EXPORTER_DRA_ROLE, "labels": dict(labels)},
-         "rules": [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
+         "rules": [{"apiGroups": [RESOURCE_GROUP], "resources": ["resourceslices"],
                     "verbs": ["get", "list", "watch"]}]},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
          "metadata": {"name": DCGM_EXPORTER_DRA_ROLE, "labels": dict(labels)},
@@ -398,7 +395,7 @@ def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
             "config": {
                 "create": True,
                 "name": settings.get("mig_config_name", "gpushare-mig-parted-config"),
-                "default": ALL_DISABLED,
+                "default": sharing.ALL_DISABLED,
                 "data": {"config.yaml": yaml_text.dump(mig_parted_config(plan))},
             },
         },
@@ -431,14 +428,14 @@ def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
         values["devicePlugin"]["enabled"] = False
         values["driver"]["manager"]["env"] = [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": DRA_PLUGIN_LABEL}]
     else:
-        configs = {DEFAULT_DEVICE_PLUGIN_CONFIG: {"version": "v1", "flags": {"migStrategy": "mixed"}}}
+        configs = {sharing.DEVICE_PLUGIN_DEFAULT: {"version": "v1", "flags": {"migStrategy": "mixed"}}}
         configs.update(copy.deepcopy(plan.get("device_plugin_configs") or {}))
         values["devicePlugin"].update({
             "enabled": True,
             "config": {
                 "create": True,
                 "name": settings.get("device_plugin_config_name", "gpushare-device-plugin-config"),
-                "default": DEFAULT_DEVICE_PLUGIN_CONFIG,
+                "default": sharing.DEVICE_PLUGIN_DEFAULT,
                 "data": {name: yaml_text.dump(config) for name, config in configs.items()},
             },
         })
@@ -493,7 +490,7 @@ def kueue_configuration(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
     if not namespaces:
         raise PlanContractError("gpushare_plan.teams: no team namespaces; Kueue would manage no namespace")
     config: Dict[str, Any] = {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "apiVersion": KUEUE_CONFIG_API,
         "kind": "Configuration",
         "health": {"healthProbeBindAddress": ":8081"},
         "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
@@ -648,7 +645,7 @@ def prometheus_rule(name: str, namespace: str, rules_yaml: str, *more_rules_yaml
     if duplicates:
         raise ValueError(f"PrometheusRule {namespace}/{name}: rule group names repeat: {', '.join(duplicates)}")
     return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-            "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "gpushare"}},
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(PART_OF_LABELS)},
             "spec": {"groups": groups}}
 
 
@@ -656,5 +653,5 @@ def dashboard_configmap(name: str, namespace: str, filename: str, dashboard_json
     """A ConfigMap the Grafana sidecar loads (label grafana_dashboard=1)."""
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": namespace,
-                         "labels": {"grafana_dashboard": "1", "app.kubernetes.io/part-of": "gpushare"}},
+                         "labels": {"grafana_dashboard": "1", **PART_OF_LABELS}},
             "data": {filename: dashboard_json}}

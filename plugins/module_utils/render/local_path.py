@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.sources import mirrors as mirror_lib
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import yaml_text
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import POD_SECURITY_ENFORCE_LABEL
 
 VERSION = "v0.0.37"
 # The release's own image (its deploy/local-path-storage.yaml names it).
@@ -144,7 +145,7 @@ def manifests(mirrors: Optional[Mapping[str, Any]] = None, path: str = DEFAULT_P
     }
     return [
         {"apiVersion": "v1", "kind": "Namespace",
-         "metadata": {"name": NAMESPACE, "labels": {"pod-security.kubernetes.io/enforce": "privileged"}}},
+         "metadata": {"name": NAMESPACE, "labels": {POD_SECURITY_ENFORCE_LABEL: "privileged"}}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": dict(in_namespace, name=SERVICE_ACCOUNT)},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
          "metadata": dict(in_namespace, name="local-path-provisioner"),

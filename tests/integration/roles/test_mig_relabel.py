@@ -29,13 +29,15 @@ from pathlib import Path
 
 import yaml
 
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import EVICT_FOR_RELABEL_LABEL
+
 from .k8s_render import collections_dir, run_on_fake_cluster
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "addons"
 FAKE = FIXTURES / "fake_kubernetes"
 
 
-EVICT_LABEL = "gpushare.io/evict-for-relabel"
+EVICT_LABEL = EVICT_FOR_RELABEL_LABEL
 
 
 def pod(name, namespace, node, resources=None, owner=None, labels=None, volumes=None):

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
-from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
+from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership, vocabulary
 from ansible_collections.gpushare.cluster.plugins.module_utils.changes import plan_changes
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
@@ -107,7 +107,7 @@ def test_a_mig_layout_changed_drains_the_node():
     old_config = plan_of(*inventory())["nodes"]["gpu1"]["mig_config"]
     new_config = plan_of(teams, nodes)["nodes"]["gpu1"]["mig_config"]
     assert node["change"] == "drain" and node["drain"] is True
-    assert node["labels"] == {helm_values.MIG_CONFIG_LABEL: [old_config, new_config]}
+    assert node["labels"] == {vocabulary.MIG_CONFIG_LABEL: [old_config, new_config]}
     assert [gpu["index"] for gpu in node["gpus"]] == [1]
     assert reasons(changes, "drain") == ["node gpu1 drains (nvidia.com/mig.config %s -> %s)" % (old_config, new_config)]
     production = team(changes, "production")
@@ -150,7 +150,7 @@ def test_a_shared_gpu_made_whole_under_device_plugin_drains():
     old = plan_of(*inventory(), backend="device_plugin")
     changes = plan_changes.compare(plan_changes.plan_state(old, "plan A"), plan_of(teams, nodes, "device_plugin"))
     (node,) = changes["nodes"]
-    assert node["drain"] and helm_values.DEVICE_PLUGIN_CONFIG_LABEL in node["labels"]
+    assert node["drain"] and vocabulary.DEVICE_PLUGIN_CONFIG_LABEL in node["labels"]
 
 
 def test_a_node_removed():

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import normalise_inventory
-from ansible_collections.gpushare.cluster.plugins.module_utils.planner.sharing import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner.sharing import plan_sharing
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     MIG_CONFIG_LABEL,
-    plan_sharing,
 )
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "inventories"
