@@ -17,6 +17,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract
 from ansible_collections.gpushare.cluster.plugins.module_utils.render.helm_values import KINDS_BY_ROLE
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import KUEUE_API, RESOURCE_API, TEAM_LABEL
 
@@ -238,8 +239,7 @@ def prune_role(plan: Mapping[str, Any], role: str, listed: Sequence[Mapping[str,
     failure to print when something is refused, empty otherwise."""
     if role not in PRUNED_KINDS:
         raise ValueError("role: %r prunes nothing (known: %s)" % (role, ", ".join(sorted(PRUNED_KINDS))))
-    if not isinstance(plan, Mapping) or not isinstance(plan.get("objects"), list):
-        raise ValueError("gpushare_plan.objects: missing; run the plan step (gpushare.cluster.cluster_plan) first")
+    contract.check_plan(plan, ("objects",))
     wanted = list(plan["objects"]) + (addon_files.boundary_objects(plan) if role == "tenancy" else [])
     result = prune_plan(wanted, _resources(listed), PRUNED_KINDS[role], _resources(workloads), _resources(pods),
                         bool(confirm))

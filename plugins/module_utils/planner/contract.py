@@ -12,7 +12,7 @@ for users in docs/plan.md; docs/architecture.md says who produces and who consum
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypedDict
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypedDict, get_origin, get_type_hints
 
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import versions
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import PlanContractError
@@ -66,6 +66,8 @@ class Plan(TypedDict):
 
 
 FIELDS = tuple(Plan.__annotations__)
+# The resolved type of each field (the TypedDict keeps them as forward references).
+_PLAN_TYPES = get_type_hints(Plan)
 # The fields every consumer needs whatever else it reads.
 REQUIRED = ("version", "backend", "distribution", "nodes")
 
@@ -73,19 +75,35 @@ REQUIRED = ("version", "backend", "distribution", "nodes")
 def check_plan(plan: Any, fields: Sequence[str] = REQUIRED) -> Mapping[str, Any]:
     """Return ``plan`` when it is a plan with ``fields``; raise :class:`PlanContractError` naming the field.
 
-    ``backend`` and ``distribution``, when asked for, must also be among the supported ones.
+    A field the :class:`Plan` types as a list or a mapping must be one; ``backend`` and
+    ``distribution``, when asked for, must also be among the supported ones. An empty plan
+    names the first field the caller asked for, so each consumer's message says what it needs.
     """
     if not isinstance(plan, Mapping) or not plan:
-        raise PlanContractError("gpushare_plan: missing or empty; run the plan step (gpushare.cluster.cluster_plan) first")
+        raise PlanContractError("gpushare_plan: missing or empty (gpushare_plan.%s: missing); run the plan step "
+                                "(gpushare.cluster.cluster_plan) first" % (fields[0] if fields else "version"))
     for field in fields:
         if field not in plan:
             raise PlanContractError(f"gpushare_plan.{field}: missing")
+        container = _container(field)
+        if container and not isinstance(plan[field], container[0]):
+            raise PlanContractError(f"gpushare_plan.{field}: not a {container[1]} (got {type(plan[field]).__name__})")
     if "backend" in fields and plan["backend"] not in versions.BACKENDS:
         raise PlanContractError(f"gpushare_plan.backend: {plan['backend']!r} is neither %s" % _either(versions.BACKENDS))
     if "distribution" in fields and plan["distribution"] not in versions.DISTRIBUTIONS:
         raise PlanContractError(f"gpushare_plan.distribution: {plan['distribution']!r} is neither %s"
                                 % _either(versions.DISTRIBUTIONS))
     return plan
+
+
+def _container(field: str) -> Optional[Tuple[type, str]]:
+    """(type, word) of a field the Plan types as a list or a mapping; None for the others."""
+    origin = get_origin(_PLAN_TYPES.get(field))
+    if origin is list:
+        return list, "list"
+    if origin is dict:
+        return Mapping, "mapping"
+    return None
 
 
 def _either(choices: Sequence[str]) -> str:

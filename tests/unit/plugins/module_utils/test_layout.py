@@ -90,3 +90,21 @@ def test_check_plan_names_the_field(change, message):
         contract.check_plan(plan)
     with pytest.raises(PlanContractError, match="gpushare_plan: missing or empty"):
         contract.check_plan({})
+
+
+def test_check_plan_types_the_containers_and_names_what_an_empty_plan_lacks():
+    from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import PlanContractError
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract
+    plan = _example_plan()
+    assert contract.check_plan(plan, ("objects", "teams")) is plan
+    for field, value, word in (("objects", {}, "list"), ("nodes", [], "mapping"), ("teams", None, "mapping")):
+        broken = dict(plan, **{field: value})
+        with pytest.raises(PlanContractError, match=r"gpushare_plan\.%s: not a %s \(got %s\)"
+                           % (field, word, type(value).__name__)):
+            contract.check_plan(broken, (field,))
+    # A field outside those asked for is not checked: prune reads only the objects.
+    assert contract.check_plan(dict(plan, teams=None), ("objects",))["teams"] is None
+    with pytest.raises(PlanContractError, match=r"gpushare_plan: missing or empty \(gpushare_plan\.objects: missing\)"):
+        contract.check_plan({}, ("objects",))
+    with pytest.raises(PlanContractError, match=r"\(gpushare_plan\.version: missing\)"):
+        contract.check_plan(None)
