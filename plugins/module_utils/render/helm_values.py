@@ -404,8 +404,19 @@ def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
             "image": {"repository": mirrors_lib.mirror_repository("registry.k8s.io/nfd/node-feature-discovery", mirrors)},
         },
     }
+    _add_dcgm_exporter_values(values["dcgmExporter"], plan, settings)
+    if plan["distribution"] == "microk8s":
+        values["toolkit"]["env"] += copy.deepcopy(MICROK8S_TOOLKIT_ENV)
+    if settings.get("kubelet_root_dir"):
+        values["hostPaths"] = {"kubeletRootDir": str(settings["kubelet_root_dir"])}
+    _add_backend_values(values, plan, settings)
+    return deep_merge(values, settings.get("extra_values") or {})
+
+
+def _add_dcgm_exporter_values(exporter: Dict[str, Any], plan: Mapping[str, Any], settings: Mapping[str, Any]) -> None:
+    """The exporter's metrics list, its environment and, for DRA attribution, its API access."""
     if settings.get("dcgm_metrics_csv"):
-        values["dcgmExporter"]["config"] = {
+        exporter["config"] = {
             "create": True,
             "name": settings.get("dcgm_metrics_config_name", "gpushare-dcgm-metrics"),
             "data": str(settings["dcgm_metrics_csv"]),
@@ -413,33 +424,33 @@ def gpu_operator_values(plan: Mapping[str, Any], settings: Mapping[str, Any]) ->
     dra_attribution = bool(settings.get("dcgm_dra_attribution", True))
     exporter_env = dcgm_exporter_env(plan, dra_attribution)
     if exporter_env:
-        values["dcgmExporter"]["env"] = exporter_env
+        exporter["env"] = exporter_env
     if plan["backend"] == "dra" and dra_attribution:
         # The exporter's DaemonSet does not mount its service-account token unless pod
         # metadata is on (v26.7.0 controllers/object_controls.go, TransformDCGMExporter), and
         # the DRA mapping reads ResourceSlices through the API. enablePodUID turns the mount on
         # (and adds the pod's uid, one value per pod like the pod label).
-        values["dcgmExporter"]["enablePodUID"] = True
-    if plan["distribution"] == "microk8s":
-        values["toolkit"]["env"] += copy.deepcopy(MICROK8S_TOOLKIT_ENV)
-    if settings.get("kubelet_root_dir"):
-        values["hostPaths"] = {"kubeletRootDir": str(settings["kubelet_root_dir"])}
+        exporter["enablePodUID"] = True
+
+
+def _add_backend_values(values: Dict[str, Any], plan: Mapping[str, Any], settings: Mapping[str, Any]) -> None:
+    """dra: no device plugin, and the driver manager evicts GPU pods by the DRA plugin label.
+    device_plugin: the device plugin with the plan's time-slicing configs."""
     if plan["backend"] == "dra":
         values["devicePlugin"]["enabled"] = False
         values["driver"]["manager"]["env"] = [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": DRA_PLUGIN_LABEL}]
-    else:
-        configs = {sharing.DEVICE_PLUGIN_DEFAULT: {"version": "v1", "flags": {"migStrategy": "mixed"}}}
-        configs.update(copy.deepcopy(plan.get("device_plugin_configs") or {}))
-        values["devicePlugin"].update({
-            "enabled": True,
-            "config": {
-                "create": True,
-                "name": settings.get("device_plugin_config_name", "gpushare-device-plugin-config"),
-                "default": sharing.DEVICE_PLUGIN_DEFAULT,
-                "data": {name: yaml_text.dump(config) for name, config in configs.items()},
-            },
-        })
-    return deep_merge(values, settings.get("extra_values") or {})
+        return
+    configs = {sharing.DEVICE_PLUGIN_DEFAULT: {"version": "v1", "flags": {"migStrategy": "mixed"}}}
+    configs.update(copy.deepcopy(plan.get("device_plugin_configs") or {}))
+    values["devicePlugin"].update({
+        "enabled": True,
+        "config": {
+            "create": True,
+            "name": settings.get("device_plugin_config_name", "gpushare-device-plugin-config"),
+            "default": sharing.DEVICE_PLUGIN_DEFAULT,
+            "data": {name: yaml_text.dump(config) for name, config in configs.items()},
+        },
+    })
 
 
 # --- DRA driver -----------------------------------------------------------------------
