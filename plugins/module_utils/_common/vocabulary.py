@@ -46,8 +46,10 @@ DRA_PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"
 # MIG profile each (nvidia.com/mig-1g.10gb) under the mixed strategy.
 NVIDIA_RESOURCE_PREFIX = "nvidia.com/"
 GPU_RESOURCE = NVIDIA_RESOURCE_PREFIX + "gpu"
-# A time-sliced GPU under the device plugin's renameByDefault (sharing.resource_name).
-SHARED_GPU_RESOURCE = GPU_RESOURCE + ".shared"
+# The suffix the device plugin's renameByDefault gives a time-sliced resource
+# (nvidia.com/gpu.shared, nvidia.com/mig-1g.10gb.shared; sharing.resource_name).
+SHARED_SUFFIX = ".shared"
+SHARED_GPU_RESOURCE = GPU_RESOURCE + SHARED_SUFFIX
 MIG_RESOURCE_PREFIX = NVIDIA_RESOURCE_PREFIX + "mig-"
 
 # Pod Security Admission's namespace labels (<prefix>enforce, warn, audit and their -version).

@@ -29,7 +29,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import versions
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
     DEVICE_PLUGIN_CONFIG_LABEL, GPU_NODE_LABEL_PREFIX, GPU_RESOURCE, GPUSHARE_GROUP, MIG_CONFIG_LABEL,
-    MIG_RESOURCE_PREFIX, SHARED_GPU_RESOURCE)
+    MIG_RESOURCE_PREFIX, SHARED_GPU_RESOURCE, SHARED_SUFFIX)
 
 BACKENDS = versions.BACKENDS
 ALL_DISABLED = "all-disabled"
@@ -43,6 +43,13 @@ def model_slug(model_key: str) -> str:
 def profile_slug(profile: str) -> str:
     """Profile in resource and object names: '+' is not allowed there, so it becomes '.'."""
     return profile.replace("+", ".").lower()
+
+
+def counts_profile(resource: str, profile: str) -> bool:
+    """Whether the quota resource ``resource`` counts MIG profile ``profile``, whole or
+    time-sliced, under either backend (nvidia.com/mig-1g.10gb, gpushare.io/a100-mig-1g.10gb)."""
+    name = "mig-" + profile_slug(profile)
+    return resource.endswith(name) or resource.endswith(name + SHARED_SUFFIX)
 
 
 def model_label(model_key: str) -> str:
@@ -70,7 +77,7 @@ def resource_name(backend: str, model_key: str, use: str, profile: Optional[str]
         if use == "mig":
             return MIG_RESOURCE_PREFIX + profile_slug(profile or "")
         if use == "mig-shared":
-            return MIG_RESOURCE_PREFIX + profile_slug(profile or "") + ".shared"
+            return MIG_RESOURCE_PREFIX + profile_slug(profile or "") + SHARED_SUFFIX
     else:
         if use == "whole":
             return "%s/%s" % (GPUSHARE_GROUP, model_slug(model_key))
@@ -300,7 +307,7 @@ class _Planner:
         resources = []
         name_parts = []
         for resource, replicas in sorted(shared_replicas.items()):
-            base = resource[: -len(".shared")] if resource.endswith(".shared") else resource
+            base = resource[: -len(SHARED_SUFFIX)] if resource.endswith(SHARED_SUFFIX) else resource
             resources.append({"name": base, "replicas": replicas})
             name_parts.append("%s-x%d" % (base.split("/", 1)[1], replicas))
         name = "gpushare-ts-" + "-".join(name_parts)

@@ -38,7 +38,8 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.render import exa
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import quantities
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import world as rehearsal_world
-from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import GPU_PRODUCT_LABEL, PRIORITY_LABEL, QUEUE_LABEL, TEAM_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
+    GPU_PRODUCT_LABEL, PRIORITY_LABEL, QUEUE_LABEL, SHARED_SUFFIX, TEAM_LABEL)
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract
 
@@ -111,11 +112,11 @@ class PlanView(contract.PlanLookups):
             if gpu.get("use") != use or (model and gpu.get("model") != model):
                 continue
             for resource, count in sorted((gpu.get("resources") or {}).items()):
-                if profile and not _resource_is_profile(resource, profile):
+                if profile and not rehearsal_world.sharing.counts_profile(resource, profile):
                     continue
                 gpu_profile = ""
                 for instance in gpu.get("instances") or []:
-                    if _resource_is_profile(resource, instance["profile"]):
+                    if rehearsal_world.sharing.counts_profile(resource, instance["profile"]):
                         gpu_profile = instance["profile"]
                 out.extend([(resource, gpu["model"], gpu_profile)] * int(count))
         return out
@@ -124,11 +125,6 @@ class PlanView(contract.PlanLookups):
 def _dns(text: str) -> str:
     clean = re.sub(r"[^a-z0-9-]+", "-", str(text).lower()).strip("-")
     return clean[:63].rstrip("-") or "x"
-
-
-def _resource_is_profile(resource: str, profile: str) -> bool:
-    slug = profile.replace("+", ".").lower()
-    return resource.endswith("mig-" + slug) or resource.endswith("mig-" + slug + ".shared")
 
 
 # --- validation ---------------------------------------------------------------------
@@ -520,7 +516,7 @@ def worked_day_story(plan_dict: Mapping[str, Any]) -> List[str]:
             continue
         owned = set((plan.teams.get(gpu.get("team")) or {}).get("capacity") or {})
         resources = sorted(gpu.get("resources") or {})
-        lendable = [r for r in resources if r in owned and not r.endswith(".shared")]
+        lendable = [r for r in resources if r in owned and not r.endswith(SHARED_SUFFIX)]
         if lendable:
             notes.append("The notebooks' GPU is quota of team %s that Kueue counts whole (%s): another team may borrow it "
                          "once no notebook holds it, but closing notebooks is up to people (they are outside Kueue), and "

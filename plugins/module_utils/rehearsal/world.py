@@ -37,7 +37,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract, sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
-    DRA_DRIVER, GPU_PRODUCT_LABEL, GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_API)
+    DRA_DRIVER, GPU_PRODUCT_LABEL, GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_API, SHARED_SUFFIX)
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 
 DRIVER = DRA_DRIVER
@@ -174,7 +174,7 @@ def _time_slicing(config: Optional[Mapping[str, Any]]) -> Tuple[Dict[str, Tuple[
     for entry in sharing_cfg.get("resources") or []:
         name = str(entry["name"])
         replicas = int(entry.get("replicas") or 1)
-        advertised = entry.get("rename") or (name + ".shared" if rename_default else name)
+        advertised = entry.get("rename") or (name + SHARED_SUFFIX if rename_default else name)
         out[name] = (replicas, str(advertised))
     return out, bool(sharing_cfg.get("failRequestsGreaterThanOne"))
 

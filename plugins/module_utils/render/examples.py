@@ -144,8 +144,7 @@ def _gpu_resource(plan: _Plan, host: str, gpu: Dict[str, Any], profile: Optional
     where = "host %s GPU %s" % (host, gpu.get("index"))
     resources = gpu.get("resources") or {}
     if profile is not None:
-        matches = [name for name in resources if name.endswith("mig-" + profile.replace("+", ".").lower())
-                   or name.endswith("mig-" + profile.replace("+", ".").lower() + ".shared")]
+        matches = [name for name in resources if sharing.counts_profile(name, profile)]
     else:
         matches = list(resources)
     if len(matches) != 1:

@@ -26,7 +26,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors im
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract, sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
     DEVICE_PLUGIN_CONFIG_LABEL, DRA_DRIVER, DRA_PLUGIN_LABEL, GPU_CLIENT_LABEL, GPU_RESOURCE, KUEUE_CONFIG_API,
-    MIG_CONFIG_LABEL, MIG_RESOURCE_PREFIX, NVIDIA_RESOURCE_PREFIX, PART_OF_LABEL, RESOURCE_GROUP)
+    MIG_CONFIG_LABEL, MIG_RESOURCE_PREFIX, NVIDIA_RESOURCE_PREFIX, PART_OF_LABEL, RESOURCE_GROUP, SHARED_SUFFIX)
 
 # Object kinds of the plan, by the role that applies them.
 KINDS_BY_ROLE: Dict[str, tuple] = {
@@ -303,7 +303,7 @@ def time_sliced_resources(plan: Mapping[str, Any]) -> List[str]:
     names = set()
     for host in sorted(plan.get("nodes") or {}):
         for gpu in (plan["nodes"][host] or {}).get("gpus") or []:
-            names.update(name for name in (gpu.get("resources") or {}) if str(name).endswith(".shared"))
+            names.update(name for name in (gpu.get("resources") or {}) if str(name).endswith(SHARED_SUFFIX))
     return sorted(names)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import SHARED_SUFFIX
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 # Recorded series (monitoring role), queried as range queries over the window.
@@ -63,7 +64,7 @@ DEFAULT_SATURATED_AT = 0.95
 MAX_POINTS = 5000
 NICE_STEPS = (60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 
-NOT_DEVICES = r"cpu|memory|ephemeral-storage|pods|.*\.shared"
+NOT_DEVICES = r"cpu|memory|ephemeral-storage|pods|.*" + re.escape(SHARED_SUFFIX)
 GPU_KEY_LABELS = ("hostname", "Hostname", "gpu", "UUID", "GPU_I_PROFILE", "GPU_I_ID")
 
 

@@ -156,3 +156,12 @@ def test_a_mig_warning_is_given_once_per_node_shape_naming_every_host_of_it():
     assert [w.split(": ", 1)[0] for w in stranded] == [
         "hosts n1, n2, n3 and 1 more, GPU 0 (A100-40GB)", "host odd, GPU 0 (A100-40GB)"]
     assert not any(re.match(r"host (\S+): host \1", w) for w in result.warnings), result.warnings
+
+
+def test_counts_profile_matches_the_profile_whole_or_time_sliced_under_either_backend():
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planner.sharing import counts_profile
+    for resource in ("nvidia.com/mig-1g.10gb", "nvidia.com/mig-1g.10gb.shared", "gpushare.io/a100-mig-1g.10gb"):
+        assert counts_profile(resource, "1g.10gb")
+    assert counts_profile("nvidia.com/mig-1g.10gb.me", "1g.10gb+me")
+    for resource in ("nvidia.com/mig-2g.20gb", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb.me"):
+        assert not counts_profile(resource, "1g.10gb")
