@@ -36,8 +36,6 @@ WORKLOAD_API_VERSION = prune.WORKLOAD_API_VERSION
 # Node labels whose change repartitions or re-advertises a node's GPUs: the gpu_operator role
 # drains the node before it sets them (helm_values.relabel_steps decides the same way).
 DRAINING_LABELS = (MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL)
-# A GPU node of the live cluster that the new plan no longer holds is recognised as one of the
-# collection's by its GPU_NODE_LABEL_PREFIX label (sharing.model_label).
 # Which layer applies what: a refusal concerns only the layers a run applies.
 DRAIN_LAYER = "gpu_stack"
 QUEUE_LAYER = "queues"
@@ -255,7 +253,8 @@ def _node_changes(old: Mapping[str, Any], new_nodes: Mapping[str, Any]) -> List[
     for name in sorted(set(old_nodes) | set(new_nodes)):
         before, after = old_nodes.get(name), new_nodes.get(name)
         if after is None:
-            # A live node the plan never labelled is not the plan's: only GPU nodes count.
+            # A live node the plan never labelled is not the plan's: only GPU nodes count, known
+            # by their GPU_NODE_LABEL_PREFIX label (sharing.model_label).
             if old["live"] and not any(label.startswith(GPU_NODE_LABEL_PREFIX) for label in before["labels"]):
                 continue
             changes.append({"node": name, "host": before["host"], "change": "removed", "drain": False,
