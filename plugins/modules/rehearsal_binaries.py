@@ -11,7 +11,7 @@ module: rehearsal_binaries
 short_description: Build the rehearsal's control-plane binaries from Go modules, cached by version
 version_added: 0.1.0
 description:
-  - Builds kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, the Kueue
+  - Builds kube-apiserver, kube-controller-manager, kube-scheduler, etcd, the Kueue
     manager and kwok from the collection's Go modules (one directory per component under
     O(go_dir), each with a committed go.mod and go.sum), with the version ldflags each project's
     own release build sets.

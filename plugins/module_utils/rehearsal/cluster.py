@@ -97,7 +97,6 @@ COMPONENTS = {
             "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
             "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
             "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
-            "kubectl": "k8s.io/kubernetes/cmd/kubectl",
         },
     },
     "etcd": {"module": "go.etcd.io/etcd/server/v3", "binaries": {"etcd": "go.etcd.io/etcd/server/v3"}},
@@ -941,18 +940,46 @@ def api_request(info: Mapping[str, Any], method: str, path: str, body: Optional[
         return status, text
 
 
-def _kubectl(info: Mapping[str, Any], args: List[str], stdin: Optional[str] = None, timeout: float = 120) -> str:
-    cmd = [os.path.join(info["bin_dir"], "kubectl"), "--kubeconfig", info["kubeconfig"]] + args
-    result = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout, check=False)
-    if result.returncode != 0:
-        raise RehearsalError(f"kubectl {' '.join(args[:3])}: {result.stderr.strip()[-3000:]}")
-    return result.stdout
+def _resource_of(info: Mapping[str, Any], api_version: str, kind: str, discovered: Dict[str, Dict[str, Any]]) -> Mapping[str, Any]:
+    """The API resource (plural ``name``, ``namespaced``) serving ``kind`` at ``api_version``, from the
+    API server's discovery document of that group version (read once per apply)."""
+    base = ("/apis/" if "/" in api_version else "/api/") + api_version
+    if base not in discovered:
+        status, body = api_request(info, "GET", base)
+        if status != 200 or not isinstance(body, dict):
+            raise RehearsalError(f"apply: the API server serves no {api_version} (discovery of {base}: HTTP {status})")
+        # Subresources (``pods/status``) share their parent's kind; only the parents are applied.
+        discovered[base] = {r["kind"]: r for r in body.get("resources") or [] if "/" not in r["name"]}
+    resource = discovered[base].get(kind)
+    if resource is None:
+        raise RehearsalError(f"apply: the API server serves no kind {kind} in {api_version}")
+    return resource
 
 
 def apply_objects(info: Mapping[str, Any], objects: List[Mapping[str, Any]], field_manager: str = "gpushare-rehearsal") -> None:
-    """Server-side apply a list of objects with the rehearsal's kubectl as the admin."""
-    stream = "\n---\n".join(json.dumps(obj) for obj in objects)
-    _kubectl(info, ["apply", "--server-side", "--force-conflicts", f"--field-manager={field_manager}", "-f", "-"], stdin=stream)
+    """Server-side apply each object, in order, as the admin, taking over conflicting fields.
+
+    The same request ``kubectl apply --server-side --force-conflicts`` sends: a PATCH of type
+    ``application/apply-patch+yaml`` (JSON is YAML) with ``fieldManager`` and ``force=true``
+    (https://kubernetes.io/docs/reference/using-api/server-side-apply/), so the rehearsal needs
+    no kubectl binary.
+    """
+    discovered: Dict[str, Dict[str, Any]] = {}
+    query = urllib.parse.urlencode({"fieldManager": field_manager, "force": "true"})
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if not name:
+            raise RehearsalError(f"apply: a {obj.get('kind')} without metadata.name")
+        resource = _resource_of(info, str(obj["apiVersion"]), str(obj["kind"]), discovered)
+        scope = f"/namespaces/{meta.get('namespace') or 'default'}" if resource.get("namespaced") else ""
+        base = ("/apis/" if "/" in str(obj["apiVersion"]) else "/api/") + str(obj["apiVersion"])
+        path = f"{base}{scope}/{resource['name']}/{urllib.parse.quote(name)}?{query}"
+        status, body = api_request(info, "PATCH", path, obj, content_type="application/apply-patch+yaml", timeout=60)
+        if status not in (200, 201):
+            message = body.get("message") if isinstance(body, dict) else str(body)[-3000:]
+            raise RehearsalError(f"apply {obj['kind']} {meta.get('namespace') + '/' if meta.get('namespace') else ''}{name}: "
+                                 f"HTTP {status}: {message}")
 
 
 # ---------------------------------------------------------------------------------------

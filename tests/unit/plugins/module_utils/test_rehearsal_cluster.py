@@ -261,3 +261,65 @@ def test_kwok_stages_exist_in_the_pinned_kwok_module():
         assert (base / source).is_file(), source
     assert {Path(t).stem for t in rc.SHARE_FILES["kwok"]} >= set(rc.DEFAULT_KWOK_STAGES)
     assert os.path.exists(base / "kustomize/stage/pod/fast/pod-complete.yaml")
+
+
+class _FakeApiServer:
+    """Answers api_request as a tiny API server: discovery of two group versions, and applies."""
+
+    DISCOVERY = {
+        "/api/v1": [{"name": "namespaces", "kind": "Namespace", "namespaced": False},
+                    {"name": "pods", "kind": "Pod", "namespaced": True},
+                    {"name": "pods/status", "kind": "Pod", "namespaced": True}],
+        "/apis/kueue.x-k8s.io/v1beta2": [{"name": "localqueues", "kind": "LocalQueue", "namespaced": True},
+                                         {"name": "clusterqueues", "kind": "ClusterQueue", "namespaced": False}],
+    }
+
+    def __init__(self, refuse=None):
+        self.requests = []
+        self.refuse = refuse
+
+    def __call__(self, _info, method, path, body=None, cert=None, content_type="application/json", timeout=10.0):
+        self.requests.append((method, path, content_type, body))
+        if method == "GET":
+            if path in self.DISCOVERY:
+                return 200, {"resources": self.DISCOVERY[path]}
+            return 404, {"message": "the server could not find the requested resource"}
+        if self.refuse and self.refuse in path:
+            return 422, {"message": "ClusterQueue.kueue.x-k8s.io \"bad\" is invalid"}
+        return 200, body
+
+
+def test_apply_objects_sends_one_server_side_apply_per_object_to_its_resource_path(monkeypatch):
+    fake = _FakeApiServer()
+    monkeypatch.setattr(rc, "api_request", fake)
+    objects = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
+               {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "team-a"}},
+               {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "q", "namespace": "team-a"}},
+               {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}]
+    rc.apply_objects({}, objects, field_manager="gpushare-tenancy")
+    patches = [(path, kind) for method, path, kind, _ in fake.requests if method == "PATCH"]
+    query = "?fieldManager=gpushare-tenancy&force=true"
+    assert patches == [("/api/v1/namespaces/team-a" + query, "application/apply-patch+yaml"),
+                       ("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/team-a" + query, "application/apply-patch+yaml"),
+                       ("/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues/q" + query,
+                        "application/apply-patch+yaml"),
+                       # a namespaced object without a namespace goes where kubectl puts it: default
+                       ("/api/v1/namespaces/default/pods/p" + query, "application/apply-patch+yaml")]
+    # discovery once per group version, in order, before the first object of it
+    assert [path for method, path, _, _ in fake.requests if method == "GET"] == [
+        "/api/v1", "/apis/kueue.x-k8s.io/v1beta2"]
+    # the object itself is the patch body
+    assert [body for method, _, _, body in fake.requests if method == "PATCH"] == objects
+
+
+def test_apply_objects_names_the_refused_object_and_the_unknown_kind(monkeypatch):
+    monkeypatch.setattr(rc, "api_request", _FakeApiServer(refuse="/clusterqueues/bad"))
+    with pytest.raises(rc.RehearsalError, match=r"apply ClusterQueue bad: HTTP 422: .*is invalid"):
+        rc.apply_objects({}, [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "bad"}}])
+    with pytest.raises(rc.RehearsalError, match="serves no kind Cohort in kueue.x-k8s.io/v1beta2"):
+        rc.apply_objects({}, [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "c"}}])
+    with pytest.raises(rc.RehearsalError, match=r"serves no jobset.x-k8s.io/v1alpha2 \(discovery of "
+                                                r"/apis/jobset.x-k8s.io/v1alpha2: HTTP 404\)"):
+        rc.apply_objects({}, [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "j"}}])
+    with pytest.raises(rc.RehearsalError, match="a Namespace without metadata.name"):
+        rc.apply_objects({}, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {}}])
