@@ -32,14 +32,13 @@ export PY_COLORS := 0
 REHEARSAL_GO_DIR := $(CURDIR)/roles/rehearsal/files/go
 REHEARSAL_CACHE ?= $(HOME)/.cache/gpushare/rehearsal
 export GPUSHARE_REHEARSAL_CACHE := $(REHEARSAL_CACHE)
-REHEARSAL_CLI := $(BIN)/python tools/rehearsal.py
 
 # Molecule scenarios: every molecule/<name>/molecule.yml except the shared base, the
 # delegated `cluster` scenario, which needs real machines (docs/testing.md), and the real-kernel
-# `vm` scenario, which `make test` runs beside the unit, integration and rehearsal tests (`vm-test-beside`).
+# `vm` scenario, which `make test` runs as a step of its own (`ci-vm-test`).
 MOLECULE_SCENARIOS ?= $(filter-out _shared cluster vm,$(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 
-.PHONY: help deps venv collection-link build demo lint sanity unit integration images vm-image vm-test vm-test-beside suites molecule test clean rehearsal-binaries rehearsal rehearsal-test collect
+.PHONY: help deps venv collection-link build demo lint sanity unit integration images vm-image vm-test suites molecule test clean rehearsal-binaries rehearsal rehearsal-test collect
 
 help: ## Show the targets
 	@awk -F ':.*## ' '/^[a-z-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -116,19 +115,6 @@ vm-image: deps ## Build the real-kernel test VM's disk image (cached outside the
 vm-test: venv collection-link vm-image ## host_prep on a real kernel: molecule/vm (qemu, software emulation)
 	$(BIN)/molecule test -s vm
 
-# The VM keeps about one core busy under software emulation while the unit, integration and rehearsal
-# tests mostly wait on one process at a time, so `make test` runs them side by side (the two
-# together take about as long as the tests alone). The VM's output goes to build/vm-test.log
-# and is printed, with its time, when it ends, so the two logs do not interleave.
-vm-test-beside:
-	@mkdir -p $(BUILD)
-	@echo "== molecule test -s vm: running beside the unit, integration and rehearsal tests, output in build/vm-test.log"
-	@start=$$(date +%s); rc=0; \
-	$(MAKE) --no-print-directory vm-test > $(BUILD)/vm-test.log 2>&1 || rc=$$?; \
-	cat $(BUILD)/vm-test.log; \
-	echo "== molecule vm: $$(( $$(date +%s) - start )) s, exit $$rc"; \
-	exit $$rc
-
 suites: ## The unit, integration and rehearsal tests in turn (what `make test` runs beside the VM); fails if any fails
 	@rc=0; \
 	$(MAKE) --no-print-directory unit || rc=$$?; \
@@ -144,8 +130,10 @@ molecule: venv collection-link images ## Run every container Molecule scenario (
 	  echo "== molecule $$scenario: $$(( $$(date +%s) - start )) s"; \
 	done
 
-rehearsal-binaries: venv collection-link ## Build etcd, kube-*, kubectl, Kueue and kwok for the rehearsal (cached by version)
-	PYTHONPATH=$(COLLECTIONS) $(REHEARSAL_CLI) build $(REHEARSAL_GO_DIR) $(REHEARSAL_CACHE)
+# The build needs only Go and Python's standard library, so the machine's Python runs it, before
+# (or while) the venv is made.
+rehearsal-binaries: collection-link ## Build etcd, kube-*, Kueue and kwok for the rehearsal (cached by version)
+	PYTHONPATH=$(COLLECTIONS) $(PYTHON) tools/rehearsal.py build $(REHEARSAL_GO_DIR) $(REHEARSAL_CACHE)
 
 rehearsal: venv collection-link rehearsal-binaries ## Rehearse the worked day of inventories/example on a real control plane (docs/rehearsal.md)
 	$(BIN)/ansible-playbook -i inventories/example playbooks/rehearse.yml -e gpushare_plan_dir=$(BUILD)/plan $(REHEARSAL_ARGS)
@@ -156,9 +144,56 @@ rehearsal-test: rehearsal-binaries ## Test on the rehearsal's real control plane
 install-check: build ## Install the built tarball and list its plugins with ansible-doc
 	bash tools/install-check.sh $(BUILD)/gpushare-cluster-$(VERSION).tar.gz
 
-test: deps venv lint sanity ## Everything CI runs
-	$(MAKE) --no-print-directory -j2 suites vm-test-beside
-	$(MAKE) --no-print-directory install-check molecule
+# `make test`: every check CI runs, as one dependency graph run with `make -j3 -k -Otarget`, so
+# what waits overlaps and each step's output is printed whole when it ends. The critical path on a
+# new machine is the rehearsal's Go build (both cores for about 15 minutes) and then the rehearsal
+# tests; it starts at once (Go is part of the machine) while apt, pip and debootstrap mostly wait on
+# the network, and every other step runs under `nice`, so the two cores go to that path first and
+# to the rest whenever it waits. Each step is timed by tools/steps.sh; the run ends with the table
+# of each step's wall and CPU time and the 15 slowest tests of each pytest suite (build/junit).
+STEP = bash tools/steps.sh run
+NICE = nice -n 10
+PYTEST_SUITE = $(BIN)/python -m pytest -q -rs -p no:cacheprovider --durations=15
+
+test: ## Everything CI runs, ending with the table of each step's wall and CPU time
+	@bash tools/steps.sh begin
+	@rc=0; $(MAKE) --no-print-directory -j3 -k -Otarget ci || rc=$$?; bash tools/steps.sh table; exit $$rc
+
+.PHONY: ci ci-deps ci-venv ci-lint ci-sanity ci-unit ci-integration ci-rehearsal-binaries ci-rehearsal-test \
+	ci-images ci-vm-image ci-vm-test ci-install-check ci-molecule
+
+ci: ci-rehearsal-test ci-integration ci-vm-test ci-install-check ci-molecule
+
+ci-deps:
+	@$(STEP) deps $(MAKE) --no-print-directory deps
+ci-venv: ci-deps
+	@$(STEP) venv $(NICE) $(MAKE) --no-print-directory venv collection-link
+ci-rehearsal-binaries:
+	@$(STEP) rehearsal-binaries $(MAKE) --no-print-directory rehearsal-binaries
+ci-lint: ci-venv
+	@$(STEP) lint $(NICE) $(MAKE) --no-print-directory lint
+ci-sanity: ci-lint
+	@$(STEP) sanity $(NICE) $(MAKE) --no-print-directory sanity
+ci-unit: ci-venv
+	@$(STEP) unit $(NICE) $(PYTEST_SUITE) tests/unit --junitxml=$(BUILD)/junit/unit.xml
+ci-integration: ci-unit ci-sanity
+	@$(STEP) integration $(NICE) $(PYTEST_SUITE) $(INTEGRATION_TESTS) --junitxml=$(BUILD)/junit/integration.xml
+ci-rehearsal-test: ci-rehearsal-binaries ci-venv
+	@$(STEP) rehearsal-test $(PYTEST_SUITE) tests/integration/rehearsal tests/integration/etcd_backup \
+	  --junitxml=$(BUILD)/junit/rehearsal.xml
+ci-images: ci-deps
+	@$(STEP) molecule-images $(NICE) bash tools/build-images.sh
+ci-vm-image: ci-deps
+	@$(STEP) vm-image $(NICE) bash tools/vm-image.sh >/dev/null
+ci-vm-test: ci-vm-image ci-venv
+	@$(STEP) vm-test $(NICE) $(BIN)/molecule test -s vm
+ci-install-check: ci-venv
+	@$(STEP) install-check $(NICE) $(MAKE) --no-print-directory install-check
+# The container scenarios one after another (they share the image and the podman store), each a step.
+ci-molecule: ci-images ci-venv
+	@rc=0; for scenario in $(MOLECULE_SCENARIOS); do \
+	  $(STEP) molecule-$$scenario $(NICE) $(BIN)/molecule test -s $$scenario || rc=1; \
+	done; exit $$rc
 
 clean: ## Remove build output (keeps .venv)
 	rm -rf $(BUILD)

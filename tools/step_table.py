@@ -1,0 +1,73 @@
+"""Print where `make test` spent its time: the step log of tools/steps.sh as a table (start
+offset, wall seconds, CPU seconds, exit code, in the order the steps started), the run's wall total, and
+each pytest suite's slowest tests from its JUnit XML (setup, call and teardown together, so a
+fixture that starts a control plane is counted in the first test that asks for it).
+
+    python3 tools/step_table.py build/steps.tsv build/junit [COUNT]
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+
+def read_steps(path):
+    begin, steps = None, []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            fields = line.rstrip("\n").split("\t")
+            if fields[0] == "begin" and len(fields) == 2:
+                begin = int(fields[1])
+            elif fields[0] == "step" and len(fields) == 6:
+                steps.append({"name": fields[1], "start": int(fields[2]), "end": int(fields[3]), "rc": int(fields[4]),
+                              "cpu": int(fields[5])})
+    return begin, sorted(steps, key=lambda s: (s["start"], s["end"]))
+
+
+def slowest(xml_path, count):
+    """(seconds, test id) of the slowest test cases of one JUnit file, and the number of tests."""
+    cases = []
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        name = "%s::%s" % (case.get("classname", ""), case.get("name", ""))
+        cases.append((float(case.get("time") or 0), name))
+    cases.sort(reverse=True)
+    return cases[:count], len(cases)
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.stderr.write(__doc__)
+        return 2
+    log, junit_dir = argv[1], argv[2]
+    count = int(argv[3]) if len(argv) > 3 else 15
+    if not os.path.exists(log):
+        print("step table: no step log at %s" % log)
+        return 0
+    begin, steps = read_steps(log)
+    begin = begin if begin is not None else min((s["start"] for s in steps), default=0)
+    print("\n== make test: where the time went (wall seconds; steps on one line started together)")
+    print("%-30s %7s %8s %8s %5s" % ("step", "start", "seconds", "cpu s", "exit"))
+    for step in steps:
+        print("%-30s %7s %8d %8d %5d" % (step["name"], "+%d" % (step["start"] - begin), step["end"] - step["start"],
+                                         step["cpu"], step["rc"]))
+    if steps:
+        end = max(s["end"] for s in steps)
+        print("%-30s %7s %8d" % ("total (wall, begin to last end)", "", end - begin))
+    for path in sorted(glob.glob(os.path.join(junit_dir, "*.xml"))):
+        try:
+            cases, total = slowest(path, count)
+        except ET.ParseError as exc:
+            print("\n== %s: unreadable JUnit file (%s)" % (path, exc))
+            continue
+        suite = os.path.splitext(os.path.basename(path))[0]
+        print("\n== %s: the %d slowest of %d tests (seconds, setup and teardown included)" % (suite, len(cases), total))
+        for seconds, name in cases:
+            print("%8.1f  %s" % (seconds, name))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
