@@ -139,21 +139,26 @@ rehearsal: venv collection-link rehearsal-binaries ## Rehearse the worked day of
 	$(BIN)/ansible-playbook -i inventories/example playbooks/rehearse.yml -e gpushare_plan_dir=$(BUILD)/plan $(REHEARSAL_ARGS)
 
 rehearsal-test: rehearsal-binaries ## Test on the rehearsal's real control plane and etcd (tests/integration/rehearsal, etcd_backup)
-	$(BIN)/python -m pytest tests/integration/rehearsal tests/integration/etcd_backup -q -rs -p no:cacheprovider
+	$(BIN)/python -m pytest tests/integration/rehearsal tests/integration/etcd_backup -q -rs -p no:cacheprovider $(REHEARSAL_XDIST)
 
 install-check: build ## Install the built tarball and list its plugins with ansible-doc
 	bash tools/install-check.sh $(BUILD)/gpushare-cluster-$(VERSION).tar.gz
 
-# `make test`: every check CI runs, as one dependency graph run with `make -j3 -k -Otarget`, so
-# what waits overlaps and each step's output is printed whole when it ends. The critical path on a
-# new machine is the rehearsal's Go build (both cores for about 15 minutes) and then the rehearsal
-# tests; it starts at once (Go is part of the machine) while apt, pip and debootstrap mostly wait on
-# the network, and every other step runs under `nice`, so the two cores go to that path first and
-# to the rest whenever it waits. Each step is timed by tools/steps.sh; the run ends with the table
-# of each step's wall and CPU time and the 15 slowest tests of each pytest suite (build/junit).
+# `make test`: every check CI runs, as one dependency graph of three lanes run with
+# `make -j3 -k -Otarget`, so what waits overlaps and each step's output is printed whole when it ends:
+#   rehearsal: the Go build of the rehearsal binaries, then the rehearsal tests (two xdist workers:
+#              they mostly wait on the control plane), the critical path on a new machine;
+#   checks:    venv (after the system packages), unit, integration, lint, sanity, install-check;
+#   hosts:     the Molecule and VM images (debootstrap), the VM scenario, the container scenarios.
+# The Go build starts at once (Go is part of the machine) while apt, pip and debootstrap mostly wait
+# on the network; the rehearsal lane runs at normal priority and the other two under `nice`, so the
+# two cores go to the critical path first and to the rest whenever it waits. Each step is timed by
+# tools/steps.sh; the run ends with the table of each step's start, wall and CPU time and the 15
+# slowest tests of each pytest suite (build/junit).
 STEP = bash tools/steps.sh run
 NICE = nice -n 10
 PYTEST_SUITE = $(BIN)/python -m pytest -q -rs -p no:cacheprovider --durations=15
+REHEARSAL_XDIST = -n 2 --dist loadgroup
 
 test: ## Everything CI runs, ending with the table of each step's wall and CPU time
 	@bash tools/steps.sh begin
@@ -162,35 +167,40 @@ test: ## Everything CI runs, ending with the table of each step's wall and CPU t
 .PHONY: ci ci-deps ci-venv ci-lint ci-sanity ci-unit ci-integration ci-rehearsal-binaries ci-rehearsal-test \
 	ci-images ci-vm-image ci-vm-test ci-install-check ci-molecule
 
-ci: ci-rehearsal-test ci-integration ci-vm-test ci-install-check ci-molecule
+ci: ci-rehearsal-test ci-install-check ci-molecule
 
+# rehearsal lane
+ci-rehearsal-binaries:
+	@$(STEP) rehearsal-binaries $(MAKE) --no-print-directory rehearsal-binaries
+ci-rehearsal-test: ci-rehearsal-binaries ci-venv
+	@$(STEP) rehearsal-test $(PYTEST_SUITE) $(REHEARSAL_XDIST) tests/integration/rehearsal tests/integration/etcd_backup \
+	  --junitxml=$(BUILD)/junit/rehearsal.xml
+
+# checks lane
 ci-deps:
 	@$(STEP) deps $(MAKE) --no-print-directory deps
 ci-venv: ci-deps
 	@$(STEP) venv $(NICE) $(MAKE) --no-print-directory venv collection-link
-ci-rehearsal-binaries:
-	@$(STEP) rehearsal-binaries $(MAKE) --no-print-directory rehearsal-binaries
-ci-lint: ci-venv
+ci-unit: ci-venv
+	@$(STEP) unit $(NICE) $(PYTEST_SUITE) tests/unit --junitxml=$(BUILD)/junit/unit.xml
+ci-integration: ci-unit
+	@$(STEP) integration $(NICE) $(PYTEST_SUITE) $(INTEGRATION_TESTS) --junitxml=$(BUILD)/junit/integration.xml
+ci-lint: ci-integration
 	@$(STEP) lint $(NICE) $(MAKE) --no-print-directory lint
 ci-sanity: ci-lint
 	@$(STEP) sanity $(NICE) $(MAKE) --no-print-directory sanity
-ci-unit: ci-venv
-	@$(STEP) unit $(NICE) $(PYTEST_SUITE) tests/unit --junitxml=$(BUILD)/junit/unit.xml
-ci-integration: ci-unit ci-sanity
-	@$(STEP) integration $(NICE) $(PYTEST_SUITE) $(INTEGRATION_TESTS) --junitxml=$(BUILD)/junit/integration.xml
-ci-rehearsal-test: ci-rehearsal-binaries ci-venv
-	@$(STEP) rehearsal-test $(PYTEST_SUITE) tests/integration/rehearsal tests/integration/etcd_backup \
-	  --junitxml=$(BUILD)/junit/rehearsal.xml
+ci-install-check: ci-sanity
+	@$(STEP) install-check $(NICE) $(MAKE) --no-print-directory install-check
+
+# hosts lane
 ci-images: ci-deps
 	@$(STEP) molecule-images $(NICE) bash tools/build-images.sh
-ci-vm-image: ci-deps
+ci-vm-image: ci-images
 	@$(STEP) vm-image $(NICE) bash tools/vm-image.sh >/dev/null
 ci-vm-test: ci-vm-image ci-venv
 	@$(STEP) vm-test $(NICE) $(BIN)/molecule test -s vm
-ci-install-check: ci-venv
-	@$(STEP) install-check $(NICE) $(MAKE) --no-print-directory install-check
 # The container scenarios one after another (they share the image and the podman store), each a step.
-ci-molecule: ci-images ci-venv
+ci-molecule: ci-vm-test
 	@rc=0; for scenario in $(MOLECULE_SCENARIOS); do \
 	  $(STEP) molecule-$$scenario $(NICE) $(BIN)/molecule test -s $$scenario || rc=1; \
 	done; exit $$rc

@@ -1,10 +1,13 @@
-"""Fixtures of the rehearsal tests: the binaries (built once, cached) and one control plane.
+"""Fixtures of the rehearsal tests: the binaries (built once, cached) and the shared control planes.
 
 ``rehearsal_bin`` builds the binaries with the collection's own build
 (``rehearsal_cluster.build``) into ``GPUSHARE_REHEARSAL_CACHE`` (default
 ``~/.cache/gpushare/rehearsal``); when Go or the Go module proxy is missing the tests are
 skipped with that reason printed (``pytest -rs``), never passed. ``rehearsal`` starts one
-control plane for the session in a temporary directory and stops it at the end.
+control plane for the session in a temporary directory and stops it at the end;
+``isolation_cluster`` starts one with the worked day's plan applied, for the isolation and
+team-access tests. Under pytest-xdist each worker has its own session, so the modules that use
+one of these name one xdist group (tests/conftest.py keeps every module's tests together).
 """
 
 from __future__ import annotations
@@ -49,3 +52,12 @@ def rehearsal(rehearsal_bin, tmp_path_factory):
         yield info
     finally:
         rc.stop(str(directory))
+
+
+@pytest.fixture(scope="session")
+def isolation_cluster(rehearsal_bin, tmp_path_factory):
+    """The worked day's plan applied to one control plane, as the tenancy, dra_driver and kueue
+    roles would, shared by the isolation and team-access tests (test_isolation_admission.py)."""
+    import test_isolation_admission  # pylint: disable=import-outside-toplevel
+
+    yield from test_isolation_admission.isolation_control_plane(rehearsal_bin, tmp_path_factory)

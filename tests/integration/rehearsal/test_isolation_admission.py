@@ -95,9 +95,14 @@ def _apply_all(info, objects):
     rc.apply_objects(info, objects, field_manager="gpushare-tenancy")
 
 
-@pytest.fixture(scope="module")
-def cluster(rehearsal_bin, tmp_path_factory):
-    """A control plane with the plan applied as the tenancy, dra_driver and kueue roles would."""
+# This module and test_team_access.py share one control plane (conftest.isolation_cluster), so
+# they run on the same xdist worker.
+pytestmark = pytest.mark.xdist_group("isolation-control-plane")
+
+
+def isolation_control_plane(rehearsal_bin, tmp_path_factory):
+    """A control plane with the plan applied as the tenancy, dra_driver and kueue roles would
+    (a generator: the body of conftest's session fixture ``isolation_cluster``)."""
     plan = _plan()
     frameworks = yaml.safe_load(KUEUE_DEFAULTS.read_text())["kueue_frameworks"]
     configuration = helm_values.kueue_configuration(plan, {"frameworks": frameworks})
@@ -136,6 +141,11 @@ def cluster(rehearsal_bin, tmp_path_factory):
         yield {"info": info, "plan": plan, "users": users, "dir": str(directory)}
     finally:
         rc.stop(str(directory))
+
+
+@pytest.fixture(scope="module")
+def cluster(isolation_cluster):
+    return isolation_cluster
 
 
 def _workload(kind, name, namespace, template_pod, labels=None, template_labels=None):

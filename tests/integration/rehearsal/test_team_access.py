@@ -26,9 +26,10 @@ from rehearsal_env import collection_path
 from pods import pod
 from test_isolation_admission import _create, _refused, _request, _workload
 
-# The control plane with the worked day's plan applied, as the isolation tests have it (a
-# module-scoped fixture: this module gets its own).
+# The isolation tests' control plane, the worked day's plan applied (conftest.isolation_cluster):
+# started once for both modules, which therefore share an xdist group.
 cluster = test_isolation_admission.cluster
+pytestmark = test_isolation_admission.pytestmark
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOK = REPO_ROOT / "playbooks" / "team_access.yml"
