@@ -163,6 +163,8 @@ def _summary(document):
                 step["at"], team, ",".join(info["admitted"]) or "-", ",".join(info["pending"]) or "-",
                 ",".join(info["preempted"]) or "-", ",".join(info["denied"]) or "-", info["gpus_in_use"],
                 info["borrowing"], info["lent"]))
+        for name, why in sorted((step.get("not_running") or {}).items()):
+            lines.append("%-6s deleted %s: %s" % (step["at"], name, why))
         for unmet in step["unmet"]:
             lines.append("%-6s UNMET %s %s: %s" % (step["at"], unmet["team"], unmet["workload"], unmet["what"]))
     lines.append("day: %s s, %s" % (document.get("seconds"), "every expectation held" if document["passed"]
@@ -213,11 +215,12 @@ def main():
         except ValueError as exc:
             module.fail_json(msg="cannot make the team users: %s" % exc)
     teams = {str(team): rehearsal_kube.api_client(path) for team, path in paths.items()}
+    stopped = None
     try:
         document = rehearsal_kube.run_day(admin, teams, plan, world, steps, timeout=params["timeout"],
                                           settle=params["settle"])
-    except (rehearsal_kube.ApiException, ValueError) as exc:
-        module.fail_json(msg="the rehearsal day stopped: %s" % exc, exception=traceback.format_exc())
+    except rehearsal_kube.DayStopped as exc:
+        stopped, document = exc, exc.document
     document["submitted_as_admin"] = sorted(set(plan.get("teams") or {}) - set(teams))
     if params["dest"]:
         _write(params["dest"], document)
@@ -227,6 +230,10 @@ def main():
             handle.write(rehearsal_report.render_page(plan, document))
         os.replace(tmp, params["report"])
     summary = _summary(document)
+    if stopped is not None:
+        module.fail_json(msg="the rehearsal day stopped: %s (the steps that ran are in the result)" % stopped,
+                         exception="".join(traceback.format_exception(stopped.__cause__ or stopped)),
+                         rehearsal=document, unmet=document["unmet"], summary=summary, changed=True)
     unmet = document["unmet"]
     if unmet:
         module.fail_json(msg="the rehearsal day did not go as the plan promises: %d expectation(s) unmet: %s" % (

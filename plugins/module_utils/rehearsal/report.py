@@ -91,6 +91,10 @@ def _step_section(step: Mapping[str, Any], colours: Mapping[str, str]) -> str:
            _esc(a.get("device")), _esc(a.get("model")), _esc(a.get("profile") or "whole"),
            _esc(a.get("gpu_index")))
         for a in allocations)
+    not_running = step.get("not_running") or {}
+    deleted_html = ('<ul class="not-running">%s</ul>' % "".join(
+        "<li>deleted %s: %s</li>" % (_esc(name), _esc(why)) for name, why in sorted(not_running.items()))
+        if not_running else "")
     unmet = step.get("unmet") or []
     unmet_html = ('<ul class="unmet">%s</ul>' % "".join(
         "<li>%s%s: %s</li>" % (_esc(u.get("team")), " / " + _esc(u["workload"]) if u.get("workload") else "", _esc(u.get("what")))
@@ -98,8 +102,9 @@ def _step_section(step: Mapping[str, Any], colours: Mapping[str, str]) -> str:
     return (
         '<section class="rehearsal-step" data-step="%s"><h3>%s <span class="muted">%s</span></h3>%s'
         "<table><tr><th>team</th><th>admitted</th><th>pending</th><th>preempted</th><th>denied</th>"
-        "<th>GPUs in use</th><th>borrowed</th><th>lent</th></tr>%s</table>%s%s</section>"
+        "<th>GPUs in use</th><th>borrowed</th><th>lent</th></tr>%s</table>%s%s%s</section>"
         % (_esc(step.get("at")), _esc(step.get("at")), "; ".join(changes), _team_bars(step, colours), rows,
+           deleted_html,
            ("<table class=\"allocations\"><tr><th>workload</th><th>pod</th><th>node</th><th>device</th><th>model</th>"
             "<th>profile</th><th>GPU</th></tr>%s</table>" % alloc_rows) if allocations else "",
            unmet_html))
