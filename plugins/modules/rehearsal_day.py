@@ -156,7 +156,7 @@ def _team_users(directory, plan, known):
 
 
 def _summary(document):
-    lines = []
+    lines = ["before the day: %s" % line for line in document.get("before_the_day") or []]
     for step in document["steps"]:
         for team, info in step["teams"].items():
             lines.append("%-6s %-12s admitted %s; pending %s; preempted %s; denied %s; GPUs in use %d, borrowed %d, lent %d" % (
@@ -217,8 +217,9 @@ def main():
     teams = {str(team): rehearsal_kube.api_client(path) for team, path in paths.items()}
     stopped = None
     try:
-        document = rehearsal_kube.run_day(admin, teams, plan, world, steps, timeout=params["timeout"],
-                                          settle=params["settle"])
+        document = rehearsal_kube.run_day(
+            admin, teams, plan, world, steps, timeout=params["timeout"], settle=params["settle"],
+            before_the_day=rehearsal_steps.nobody_can_act_as(plan, given=params["team_kubeconfigs"]))
     except rehearsal_kube.DayStopped as exc:
         stopped, document = exc, exc.document
     document["submitted_as_admin"] = sorted(set(plan.get("teams") or {}) - set(teams))

@@ -342,8 +342,12 @@ class DayStopped(GpushareError):
 
 def run_day(admin: Any, team_apis: Mapping[str, Any], plan: Mapping[str, Any], world: Mapping[str, Any],
             steps: Sequence[Mapping[str, Any]], timeout: float = 60.0, settle: float = 2.0,
-            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> Dict[str, Any]:
+            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+            before_the_day: Sequence[str] = ()) -> Dict[str, Any]:
     """Run the checked steps; return the rehearsal.json document (rehearsal_steps.result_document).
+
+    ``before_the_day``: what the reader must know before the first step (e.g.
+    ``rehearsal_steps.nobody_can_act_as``), kept in the document as it is.
 
     A step that cannot be carried out (the API server fails, a bug) raises ``DayStopped``
     carrying the document of the steps before it and of the step that stopped, never a bare
@@ -363,13 +367,14 @@ def run_day(admin: Any, team_apis: Mapping[str, Any], plan: Mapping[str, Any], w
                              "seconds": 0.0, "steady": False})
             ran = list(steps[:len(recorded)])
             raise DayStopped("step %s: %s" % (step["at"], what),
-                             _document(plan, ran, recorded, round(clock() - started, 1))) from exc
-    return _document(plan, steps, recorded, round(clock() - started, 1))
+                             _document(plan, ran, recorded, round(clock() - started, 1), before_the_day)) from exc
+    return _document(plan, steps, recorded, round(clock() - started, 1), before_the_day)
 
 
 def _document(plan: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], recorded: Sequence[Mapping[str, Any]],
-              seconds: float) -> Dict[str, Any]:
-    doc = steps_lib.result_document(plan, steps, recorded, extra={"seconds": seconds})
+              seconds: float, before_the_day: Sequence[str]) -> Dict[str, Any]:
+    doc = steps_lib.result_document(plan, steps, recorded, extra={"seconds": seconds,
+                                                                  "before_the_day": list(before_the_day)})
     for entry, rec in zip(doc["steps"], recorded):
         entry["reasons"] = rec["reasons"]
         entry["seconds"] = rec["seconds"]

@@ -121,6 +121,9 @@ def render_section(plan: Mapping[str, Any], rehearsal: Mapping[str, Any]) -> str
                % ("passed" if not unmet else "failed", len(unmet),
                   "The day went as the plan promises." if not unmet else
                   "%d expectation(s) did not hold; they are listed at their step." % len(unmet)))
+    before = rehearsal.get("before_the_day") or []
+    before_html = ('<div class="before-the-day"><p>Before the day:</p><ul class="warnings">%s</ul></div>' % "".join(
+        "<li>%s</li>" % _esc(line) for line in before)) if before else ""
     notes = rehearsal.get("notes") or []
     notes_html = ("<ul class=\"warnings\">%s</ul>" % "".join("<li>%s</li>" % _esc(n) for n in notes)) if notes else ""
     legend = ('<ul class="legend"><li><span class="swatch" style="background:#777"></span>in use</li>'
@@ -130,8 +133,8 @@ def render_section(plan: Mapping[str, Any], rehearsal: Mapping[str, Any]) -> str
     real = ("<p class=\"muted\">Real: API server, etcd, scheduler, controller manager, Kueue, admission policies and RBAC. "
             "Simulated: kubelet and containers (kwok), and what the GPU stack publishes (backend %s). "
             "Units are quota units: whole GPUs, MIG instances, or shared GPUs held.</p>" % _esc(rehearsal.get("backend")))
-    return ('%s<h2 id="rehearsal">Rehearsal</h2>%s%s%s%s%s'
-            % (_CSS, verdict, real, notes_html, legend, "".join(_step_section(s, colours) for s in rehearsal["steps"])))
+    return ('%s<h2 id="rehearsal">Rehearsal</h2>%s%s%s%s%s%s'
+            % (_CSS, verdict, before_html, real, notes_html, legend, "".join(_step_section(s, colours) for s in rehearsal["steps"])))
 
 
 def render_page(plan: Dict[str, Any], rehearsal: Mapping[str, Any], title: str = "GPU sharing plan") -> str:

@@ -533,6 +533,25 @@ def worked_day_story(plan_dict: Mapping[str, Any]) -> List[str]:
     return notes
 
 
+def nobody_can_act_as(plan_dict: Mapping[str, Any], given: Sequence[str] = ()) -> List[str]:
+    """One sentence per team without a ``group`` (and no kubeconfig ``given`` for it): nobody can act as it.
+
+    Its Role is bound to nobody (isolation.rbac), and both ways a person gets into a team (an
+    identity provider's groups claim, a team_access.yml certificate whose O is the group) need
+    the group, so in the rehearsal every workload of that team is refused by RBAC.
+    """
+    out = []
+    for team, info in sorted((plan_dict.get("teams") or {}).items()):
+        if info.get("group") or team in given:
+            continue
+        out.append("team %s has no group: its Role in %s is bound to nobody, so nobody but a cluster admin can act "
+                   "as it and the API server refuses every workload of the team today (RBAC). Fix the inventory: "
+                   "set group: for team %s in gpushare_teams to the group its members log in with (the identity "
+                   "provider's group, or the O of a team_access.yml certificate); docs/inventory.md."
+                   % (team, ", ".join(info.get("namespaces") or []) or "its namespaces", team))
+    return out
+
+
 # --- judging and results ----------------------------------------------------------------
 
 

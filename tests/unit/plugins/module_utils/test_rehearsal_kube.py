@@ -244,3 +244,15 @@ def test_a_step_that_cannot_go_on_stops_the_day_with_what_did_run(monkeypatch, d
     assert [s["at"] for s in doc["steps"]] == ["08:00", "09:00"] and not doc["passed"]
     assert doc["steps"][0]["teams"]["training"]["admitted"] == ["exp-1"]
     assert doc["unmet"][0]["step"] == "09:00" and "KeyError" in doc["unmet"][0]["what"]
+
+
+def test_what_to_know_before_the_day_is_kept_in_the_document(monkeypatch, dra_plan):
+    cluster = FakeCluster()
+    monkeypatch.setattr(kube, "_create", cluster.create)
+    monkeypatch.setattr(kube, "k8s_client", cluster.client())
+    monkeypatch.setattr(kube, "Observer", cluster.observer())
+    clock = FakeClock()
+    steps = steps_lib.validate_steps(dra_plan, [{"at": "08:00", "submit": [{"team": "training", "name": "exp-1", "gpus": 1}]}])
+    doc = kube.run_day("admin", {}, dra_plan, {"devices": []}, steps, timeout=5, settle=0.5, clock=clock,
+                       sleep=clock.sleep, before_the_day=["team x has no group"])
+    assert doc["before_the_day"] == ["team x has no group"]

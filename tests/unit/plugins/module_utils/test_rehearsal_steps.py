@@ -210,3 +210,14 @@ def test_result_document_shape():
     assert doc["notes"] and "outside Kueue" in doc["notes"][0]
     plan = inventory_plan("example", "device_plugin")
     assert "time-sliced units (nvidia.com/mig-4g.96gb.shared)" in rs.worked_day_story(plan)[0]
+
+
+def test_a_team_without_group_is_said_before_the_day(example):
+    plan = copy.deepcopy(example)
+    assert rs.nobody_can_act_as(plan) == []
+    plan["teams"]["training"]["group"] = None
+    (line,) = rs.nobody_can_act_as(plan)
+    assert line.startswith("team training has no group: its Role in training is bound to nobody")
+    assert "set group: for team training in gpushare_teams" in line
+    # a kubeconfig given for the team means someone acts as it
+    assert rs.nobody_can_act_as(plan, given=["training"]) == []
