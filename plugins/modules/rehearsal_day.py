@@ -167,6 +167,7 @@ def _summary(document):
             lines.append("%-6s deleted %s: %s" % (step["at"], name, why))
         for unmet in step["unmet"]:
             lines.append("%-6s UNMET %s %s: %s" % (step["at"], unmet["team"], unmet["workload"], unmet["what"]))
+    lines.extend("note: %s" % note for note in document.get("notes") or [])
     lines.append("day: %s s, %s" % (document.get("seconds"), "every expectation held" if document["passed"]
                                     else "%d expectation(s) unmet" % len(document["unmet"])))
     return lines

@@ -211,9 +211,13 @@ class Observer:
                     except ApiException:
                         continue
                     results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+                    classes = {r.get("name"): (r.get("exactly") or {}).get("deviceClassName")
+                               for r in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []}
                     for result in results:
                         entry = world_lib.find_device(self.world, result["pool"], result["device"], pool=result["pool"]) or {}
-                        out.append(self._allocation(submitted, pod, node, result["device"], claim_name, entry, request))
+                        alloc = self._allocation(submitted, pod, node, result["device"], claim_name, entry, request)
+                        alloc["device_class"] = classes.get(result.get("request"))
+                        out.append(alloc)
             else:
                 for container in pod.spec.containers:
                     limits = (container.resources.limits or {}) if container.resources else {}
