@@ -156,15 +156,18 @@ def _team_users(directory, plan, known):
 
 
 def _summary(document):
-    lines = []
+    lines = ["before the day: %s" % line for line in document.get("before_the_day") or []]
     for step in document["steps"]:
         for team, info in step["teams"].items():
             lines.append("%-6s %-12s admitted %s; pending %s; preempted %s; denied %s; GPUs in use %d, borrowed %d, lent %d" % (
                 step["at"], team, ",".join(info["admitted"]) or "-", ",".join(info["pending"]) or "-",
                 ",".join(info["preempted"]) or "-", ",".join(info["denied"]) or "-", info["gpus_in_use"],
                 info["borrowing"], info["lent"]))
+        for name, why in sorted((step.get("not_running") or {}).items()):
+            lines.append("%-6s deleted %s: %s" % (step["at"], name, why))
         for unmet in step["unmet"]:
             lines.append("%-6s UNMET %s %s: %s" % (step["at"], unmet["team"], unmet["workload"], unmet["what"]))
+    lines.extend("note: %s" % note for note in document.get("notes") or [])
     lines.append("day: %s s, %s" % (document.get("seconds"), "every expectation held" if document["passed"]
                                     else "%d expectation(s) unmet" % len(document["unmet"])))
     return lines
@@ -213,11 +216,13 @@ def main():
         except ValueError as exc:
             module.fail_json(msg="cannot make the team users: %s" % exc)
     teams = {str(team): rehearsal_kube.api_client(path) for team, path in paths.items()}
+    stopped = None
     try:
-        document = rehearsal_kube.run_day(admin, teams, plan, world, steps, timeout=params["timeout"],
-                                          settle=params["settle"])
-    except (rehearsal_kube.ApiException, ValueError) as exc:
-        module.fail_json(msg="the rehearsal day stopped: %s" % exc, exception=traceback.format_exc())
+        document = rehearsal_kube.run_day(
+            admin, teams, plan, world, steps, timeout=params["timeout"], settle=params["settle"],
+            before_the_day=rehearsal_steps.nobody_can_act_as(plan, given=params["team_kubeconfigs"]))
+    except rehearsal_kube.DayStopped as exc:
+        stopped, document = exc, exc.document
     document["submitted_as_admin"] = sorted(set(plan.get("teams") or {}) - set(teams))
     if params["dest"]:
         _write(params["dest"], document)
@@ -227,6 +232,10 @@ def main():
             handle.write(rehearsal_report.render_page(plan, document))
         os.replace(tmp, params["report"])
     summary = _summary(document)
+    if stopped is not None:
+        module.fail_json(msg="the rehearsal day stopped: %s (the steps that ran are in the result)" % stopped,
+                         exception="".join(traceback.format_exception(stopped.__cause__ or stopped)),
+                         rehearsal=document, unmet=document["unmet"], summary=summary, changed=True)
     unmet = document["unmet"]
     if unmet:
         module.fail_json(msg="the rehearsal day did not go as the plan promises: %d expectation(s) unmet: %s" % (

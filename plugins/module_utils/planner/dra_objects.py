@@ -14,7 +14,7 @@ publishes: ``type``, ``productName``, ``profile``, ``uuid`` and capacity ``memor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import sharing
@@ -57,6 +57,41 @@ def shared_class_name(model_key: str, team: str) -> str:
 def lendable_class_name(model_key: str) -> str:
     """Class of the time-shared GPUs of a model taken whole, counted as ``<model>-shared``."""
     return "%s.shared.%s" % (sharing.model_slug(model_key), GPUSHARE_GROUP)
+
+
+def whole_template_name(model_key: str) -> str:
+    """ResourceClaimTemplate of one whole GPU of a model, in every team namespace."""
+    return "gpu-%s" % sharing.model_slug(model_key)
+
+
+def lendable_template_name(model_key: str) -> str:
+    """ResourceClaimTemplate of one time-shared GPU of a model taken whole, in every team namespace."""
+    return "gpu-%s-shared" % sharing.model_slug(model_key)
+
+
+def claims_that_can_cross(gpus: Iterable[Tuple[str, Mapping[str, Any]]]) -> List[str]:
+    """Per model with whole and time-shared GPUs, where a time-shared one has no uuid: which claims can cross.
+
+    The DeviceClasses select a model's cards by product name; only a uuid tells a whole card from
+    a time-shared one (see _counted_classes). ``gpus`` are (host, plan GPU entry) pairs.
+    """
+    by_model: Dict[str, Dict[str, List[Tuple[str, Mapping[str, Any]]]]] = {}
+    for host, gpu in gpus:
+        if gpu.get("use") in ("whole", "shared"):
+            by_model.setdefault(str(gpu["model"]), {"whole": [], "shared": []})[gpu["use"]].append((host, gpu))
+    out = []
+    for model in sorted(by_model):
+        unpinned = [(host, gpu) for host, gpu in by_model[model]["shared"] if not gpu.get("uuid")]
+        if not by_model[model]["whole"] or not unpinned:
+            continue
+        claims = sorted(str(gpu["claim"]) for _host, gpu in unpinned if gpu.get("claim"))
+        out.append(
+            "%s: no uuid known for the time-shared %s (run gpu_facts; site.yml pins them once it has), so a whole-GPU "
+            "claim (template %s) can be allocated a time-shared card, and a time-shared card's claims (%s; template "
+            "%s) a whole one" % (model, "; ".join("host %s, GPU %s" % (host, gpu["index"]) for host, gpu in unpinned),
+                                 whole_template_name(model), ", ".join(claims) or "the shared claim",
+                                 lendable_template_name(model)))
+    return out
 
 
 def uuid_in_expression(uuids: Sequence[str]) -> str:
@@ -120,6 +155,7 @@ def build_dra_objects(teams: Sequence[Team], nodes: Mapping[str, sharing.NodePla
     templates = _counted_classes(plan, whole_models, mig_kinds, shared)
     _shared_claims(plan, teams, shared)
     _claim_templates(plan, teams, templates)
+    plan.warnings.extend(claims_that_can_cross((host, gpu) for host in sorted(nodes) for gpu in nodes[host].gpus))
     return plan
 
 
@@ -156,7 +192,7 @@ def _counted_classes(plan: DraPlan, whole_models: Dict[str, str], mig_kinds: Dic
             expression += " && !(%s)" % uuid_in_expression(pinned)
         plan.objects.append(_device_class(name, expression, "A whole %s GPU" % model))
         plan.device_class_mappings.append({"name": resource, "deviceClassNames": [name]})
-        templates.append(("gpu-%s" % sharing.model_slug(model), name,
+        templates.append((whole_template_name(model), name,
                           [memory_at_least_expression(memory_floor_gib(model))]))
 
     # Each time-shared GPU is also one whole device of "<model>-shared", in its owner's quota:
@@ -176,7 +212,7 @@ def _counted_classes(plan: DraPlan, whole_models: Dict[str, str], mig_kinds: Dic
         plan.objects.append(_device_class(
             name, expression, "A time-shared %s GPU taken whole while none of its sharing pods runs" % model))
         plan.device_class_mappings.append({"name": resource, "deviceClassNames": [name]})
-        templates.append(("gpu-%s-shared" % sharing.model_slug(model), name,
+        templates.append((lendable_template_name(model), name,
                           [memory_at_least_expression(memory_floor_gib(model))]))
     for resource in sorted(mig_kinds):
         model, profile = mig_kinds[resource]

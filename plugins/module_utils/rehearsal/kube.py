@@ -26,6 +26,7 @@ except ImportError:  # reported by the modules
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import steps as steps_lib
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import world as world_lib
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
     KUEUE_GROUP, KUEUE_VERSION, NVIDIA_RESOURCE_PREFIX, RESOURCE_GROUP, RESOURCE_VERSION, TEAM_LABEL)
 
@@ -210,9 +211,13 @@ class Observer:
                     except ApiException:
                         continue
                     results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
+                    classes = {r.get("name"): (r.get("exactly") or {}).get("deviceClassName")
+                               for r in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []}
                     for result in results:
                         entry = world_lib.find_device(self.world, result["pool"], result["device"], pool=result["pool"]) or {}
-                        out.append(self._allocation(submitted, pod, node, result["device"], claim_name, entry, request))
+                        alloc = self._allocation(submitted, pod, node, result["device"], claim_name, entry, request)
+                        alloc["device_class"] = classes.get(result.get("request"))
+                        out.append(alloc)
             else:
                 for container in pod.spec.containers:
                     limits = (container.resources.limits or {}) if container.resources else {}
@@ -271,71 +276,173 @@ def _create(api: Any, obj: Mapping[str, Any]) -> None:
 
 
 def _delete(api: Any, submitted: Mapping[str, Any]) -> None:
-    namespace, name = submitted["namespace"], submitted["name"]
+    """Delete one submitted workload (its Pod or Job, then the claims it created), by name.
+
+    An empty name would make the client's DELETE address the whole collection (every Job or Pod
+    of the namespace), so it is refused here: the rehearsal must never change what it observes.
+    """
+    namespace, name = submitted.get("namespace"), submitted.get("name")
+    if not name or not namespace:
+        raise ValueError("rehearsal: refusing to delete a %s without a name and a namespace (name %r, namespace %r): "
+                         "an empty name deletes every object of that kind in the namespace"
+                         % (submitted.get("kind"), name, namespace))
     try:
         if submitted["kind"] == "Pod":
             k8s_client.CoreV1Api(api).delete_namespaced_pod(name, namespace, grace_period_seconds=0)
         else:
             k8s_client.BatchV1Api(api).delete_namespaced_job(name, namespace, propagation_policy="Background",
                                                              grace_period_seconds=0)
-        for claim in submitted.get("own_claims") or []:
-            k8s_client.CustomObjectsApi(api).delete_namespaced_custom_object(
-                RESOURCE_GROUP, RESOURCE_VERSION, namespace, "resourceclaims", claim)
     except ApiException as exc:
         if exc.status != 404:
             raise
+    for claim in submitted.get("own_claims") or []:
+        _delete_claim(api, namespace, claim)
+
+
+def _delete_claim(api: Any, namespace: str, name: str) -> None:
+    """Delete exactly one ResourceClaim (a claim the rehearsal itself created)."""
+    if not name or not namespace:
+        raise ValueError("rehearsal: refusing to delete a ResourceClaim without a name and a namespace (name %r, "
+                         "namespace %r)" % (name, namespace))
+    try:
+        k8s_client.CustomObjectsApi(api).delete_namespaced_custom_object(
+            RESOURCE_GROUP, RESOURCE_VERSION, namespace, "resourceclaims", name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def _submit(api: Any, admin: Any, objects: Sequence[Mapping[str, Any]]) -> Optional[str]:
+    """Create a workload's objects in order; None, or the API server's message when it refused one.
+
+    When an object is refused after a claim of the workload was created, exactly the claims
+    this call created are deleted again (as the admin: the team may not be allowed to); a claim
+    that already existed (the API server answered AlreadyExists) is left alone.
+    """
+    created: List[Mapping[str, Any]] = []
+    for obj in objects:
+        try:
+            _create(api, obj)
+        except ApiException as exc:
+            for done in created:
+                if done["kind"] == "ResourceClaim":
+                    _delete_claim(admin, done["metadata"]["namespace"], done["metadata"]["name"])
+            return _message(exc)
+        created.append(obj)
+    return None
 
 
 def _gone(observer: Observer, submitted: Mapping[str, Any]) -> bool:
     return not observer._pods(submitted["namespace"], submitted["name"], submitted["kind"])
 
 
+class DayStopped(GpushareError):
+    """The day could not go on; ``document`` is rehearsal.json of the steps that did run."""
+
+    def __init__(self, message: str, document: Dict[str, Any]):
+        super().__init__(message)
+        self.document = document
+
+
 def run_day(admin: Any, team_apis: Mapping[str, Any], plan: Mapping[str, Any], world: Mapping[str, Any],
             steps: Sequence[Mapping[str, Any]], timeout: float = 60.0, settle: float = 2.0,
-            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> Dict[str, Any]:
-    """Run the checked steps; return the rehearsal.json document (rehearsal_steps.result_document)."""
-    observer = Observer(admin, plan, world)
-    live: Dict[str, Dict[str, Any]] = {}
-    team_of: Dict[str, str] = {}
-    denied: Dict[str, str] = {}
-    requests: Dict[str, int] = {}
-    recorded = []
+            clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+            before_the_day: Sequence[str] = ()) -> Dict[str, Any]:
+    """Run the checked steps; return the rehearsal.json document (rehearsal_steps.result_document).
+
+    ``before_the_day``: what the reader must know before the first step (e.g.
+    ``rehearsal_steps.nobody_can_act_as``), kept in the document as it is.
+
+    A step that cannot be carried out (the API server fails, a bug) raises ``DayStopped``
+    carrying the document of the steps before it and of the step that stopped, never a bare
+    exception, so the caller can still write what did run.
+    """
+    day = _Day(admin, team_apis, plan, world, timeout, settle, clock, sleep)
     started = clock()
+    recorded: List[Dict[str, Any]] = []
     for step in steps:
-        step_start = clock()
+        try:
+            recorded.append(day.step(step))
+        except Exception as exc:  # pylint: disable=broad-exception-caught  # reported with what did run
+            what = "the rehearsal stopped at this step: %s: %s" % (
+                type(exc).__name__, _message(exc) if isinstance(exc, ApiException) else exc)
+            recorded.append({"at": step["at"], "teams": {}, "allocations": [], "reasons": {}, "not_running": {},
+                             "unmet": [{"step": step["at"], "team": "", "workload": "", "what": what}],
+                             "seconds": 0.0, "steady": False})
+            ran = list(steps[:len(recorded)])
+            raise DayStopped("step %s: %s" % (step["at"], what),
+                             _document(plan, ran, recorded, round(clock() - started, 1), before_the_day)) from exc
+    return _document(plan, steps, recorded, round(clock() - started, 1), before_the_day)
+
+
+def _document(plan: Mapping[str, Any], steps: Sequence[Mapping[str, Any]], recorded: Sequence[Mapping[str, Any]],
+              seconds: float, before_the_day: Sequence[str]) -> Dict[str, Any]:
+    doc = steps_lib.result_document(plan, steps, recorded, extra={"seconds": seconds,
+                                                                  "before_the_day": list(before_the_day)})
+    for entry, rec in zip(doc["steps"], recorded):
+        entry["reasons"] = rec["reasons"]
+        entry["seconds"] = rec["seconds"]
+        entry["steady"] = rec["steady"]
+        entry["not_running"] = rec["not_running"]
+    return doc
+
+
+class _Day:
+    """What a day knows between its steps: the live workloads, the refused ones, every team."""
+
+    def __init__(self, admin: Any, team_apis: Mapping[str, Any], plan: Mapping[str, Any], world: Mapping[str, Any],
+                 timeout: float, settle: float, clock: Callable[[], float], sleep: Callable[[float], None]):
+        self.admin, self.team_apis, self.plan = admin, team_apis, plan
+        self.timeout, self.settle, self.clock, self.sleep = timeout, settle, clock, sleep
+        self.observer = Observer(admin, plan, world)
+        self.live: Dict[str, Dict[str, Any]] = {}
+        self.team_of: Dict[str, str] = {}
+        self.denied: Dict[str, str] = {}
+        self.denied_at: Dict[str, str] = {}
+        self.requests: Dict[str, int] = {}
+
+    def _delete_step(self, step: Mapping[str, Any]) -> Dict[str, str]:
+        """Delete the step's workloads; name -> why it was not running, for those that were not."""
+        not_running: Dict[str, str] = {}
         for name in step["delete"]:
-            submitted = live.pop(name)
-            _delete(admin, submitted)
-        deadline = clock() + timeout
+            submitted = self.live.pop(name, None)
+            if submitted is not None:
+                _delete(self.admin, submitted)
+            elif name in self.denied:
+                # Refused by the API server when submitted: nothing of it exists, nothing to delete.
+                not_running[name] = "refused by the API server at %s, so there was nothing to delete: %s" % (
+                    self.denied_at.get(name, "?"), self.denied.pop(name))
+            else:
+                not_running[name] = "not running (never created), so there was nothing to delete"
+        return not_running
+
+    def step(self, step: Mapping[str, Any]) -> Dict[str, Any]:
+        clock, observer, live, denied = self.clock, self.observer, self.live, self.denied
+        step_start = clock()
+        not_running = self._delete_step(step)
+        deadline = clock() + self.timeout
         # Deleted workloads' pods must be gone before the next workloads are judged.
-        while any(not _gone(observer, s) for s in _deleted(step, team_of, plan)) and clock() < deadline:
-            sleep(0.2)
+        while any(not _gone(observer, s) for s in _deleted(step, self.team_of, self.plan)) and clock() < deadline:
+            self.sleep(0.2)
         before = {name: observer.workload(s)["preemptions"] for name, s in live.items()}
         refused: Dict[str, str] = {}
         for workload in step["submit"]:
             name = workload["name"]
-            team_of[name] = workload["team"]
+            self.team_of[name] = workload["team"]
             denied.pop(name, None)
-            request = steps_lib.workload_request(plan, workload)
-            requests[name] = int(request["units"])
-            objects = steps_lib.workload_objects(plan, workload)
-            api = team_apis.get(workload["team"], admin)
-            try:
-                for obj in objects:
-                    _create(api, obj)
-            except ApiException as exc:
-                refused[name] = _message(exc)
-                denied[name] = refused[name]
-                for obj in objects:  # a claim created before the workload was refused
-                    if obj["kind"] == "ResourceClaim":
-                        _delete(admin, {"namespace": obj["metadata"]["namespace"], "name": "", "kind": "Job",
-                                        "own_claims": [obj["metadata"]["name"]]})
+            request = steps_lib.workload_request(self.plan, workload)
+            self.requests[name] = int(request["units"])
+            objects = steps_lib.workload_objects(self.plan, workload)
+            message = _submit(self.team_apis.get(workload["team"], self.admin), self.admin, objects)
+            if message is not None:
+                refused[name] = denied[name] = message
+                self.denied_at[name] = step["at"]
                 continue
             main = objects[-1]
             live[name] = {"name": name, "team": workload["team"], "namespace": main["metadata"]["namespace"],
                           "kind": main["kind"], "pods": request["pods"], "request": request,
                           "own_claims": [o["metadata"]["name"] for o in objects if o["kind"] == "ResourceClaim"]}
-        observed, now = _steady(observer, live, settle, deadline, clock, sleep)
+        observed, now = _steady(observer, live, self.settle, deadline, clock, self.sleep)
         state = {name: o["state"] for name, o in observed.items()}
         state.update({name: "denied" for name in denied})
         reasons = {name: o["reason"] for name, o in observed.items() if o["reason"]}
@@ -345,21 +452,15 @@ def run_day(admin: Any, team_apis: Mapping[str, Any], plan: Mapping[str, Any], w
         for name, o in sorted(observed.items()):
             allocations.extend(observer.allocations(live[name], o["running"]))
         queues = observer.queues()
-        usage = _usage(plan, queues, allocations, live)
+        usage = _usage(self.plan, queues, allocations, live)
         result = {"state": state, "preempted": preempted, "borrowing": {t: u["borrowed"] for t, u in queues.items()},
                   "refused": refused, "allocations": allocations, "reasons": reasons}
-        unmet = steps_lib.judge(step, result, team_of)
-        teams = steps_lib.team_summary(plan, state, preempted, {n: t for n, t in team_of.items() if n in state},
-                                       usage, requests)
-        recorded.append({"at": step["at"], "teams": teams, "allocations": allocations, "unmet": unmet,
-                         "reasons": reasons, "seconds": round(clock() - step_start, 1),
-                         "steady": now < deadline})
-    doc = steps_lib.result_document(plan, steps, recorded, extra={"seconds": round(clock() - started, 1)})
-    for entry, rec in zip(doc["steps"], recorded):
-        entry["reasons"] = rec["reasons"]
-        entry["seconds"] = rec["seconds"]
-        entry["steady"] = rec["steady"]
-    return doc
+        unmet = steps_lib.judge(step, result, self.team_of)
+        teams = steps_lib.team_summary(self.plan, state, preempted,
+                                       {n: t for n, t in self.team_of.items() if n in state}, usage, self.requests)
+        return {"at": step["at"], "teams": teams, "allocations": allocations, "unmet": unmet,
+                "reasons": reasons, "not_running": not_running, "seconds": round(clock() - step_start, 1),
+                "steady": now < deadline}
 
 
 def _steady(observer: Any, live: Mapping[str, Mapping[str, Any]], settle: float, deadline: float,

@@ -91,6 +91,10 @@ def _step_section(step: Mapping[str, Any], colours: Mapping[str, str]) -> str:
            _esc(a.get("device")), _esc(a.get("model")), _esc(a.get("profile") or "whole"),
            _esc(a.get("gpu_index")))
         for a in allocations)
+    not_running = step.get("not_running") or {}
+    deleted_html = ('<ul class="not-running">%s</ul>' % "".join(
+        "<li>deleted %s: %s</li>" % (_esc(name), _esc(why)) for name, why in sorted(not_running.items()))
+        if not_running else "")
     unmet = step.get("unmet") or []
     unmet_html = ('<ul class="unmet">%s</ul>' % "".join(
         "<li>%s%s: %s</li>" % (_esc(u.get("team")), " / " + _esc(u["workload"]) if u.get("workload") else "", _esc(u.get("what")))
@@ -98,8 +102,9 @@ def _step_section(step: Mapping[str, Any], colours: Mapping[str, str]) -> str:
     return (
         '<section class="rehearsal-step" data-step="%s"><h3>%s <span class="muted">%s</span></h3>%s'
         "<table><tr><th>team</th><th>admitted</th><th>pending</th><th>preempted</th><th>denied</th>"
-        "<th>GPUs in use</th><th>borrowed</th><th>lent</th></tr>%s</table>%s%s</section>"
+        "<th>GPUs in use</th><th>borrowed</th><th>lent</th></tr>%s</table>%s%s%s</section>"
         % (_esc(step.get("at")), _esc(step.get("at")), "; ".join(changes), _team_bars(step, colours), rows,
+           deleted_html,
            ("<table class=\"allocations\"><tr><th>workload</th><th>pod</th><th>node</th><th>device</th><th>model</th>"
             "<th>profile</th><th>GPU</th></tr>%s</table>" % alloc_rows) if allocations else "",
            unmet_html))
@@ -116,6 +121,9 @@ def render_section(plan: Mapping[str, Any], rehearsal: Mapping[str, Any]) -> str
                % ("passed" if not unmet else "failed", len(unmet),
                   "The day went as the plan promises." if not unmet else
                   "%d expectation(s) did not hold; they are listed at their step." % len(unmet)))
+    before = rehearsal.get("before_the_day") or []
+    before_html = ('<div class="before-the-day"><p>Before the day:</p><ul class="warnings">%s</ul></div>' % "".join(
+        "<li>%s</li>" % _esc(line) for line in before)) if before else ""
     notes = rehearsal.get("notes") or []
     notes_html = ("<ul class=\"warnings\">%s</ul>" % "".join("<li>%s</li>" % _esc(n) for n in notes)) if notes else ""
     legend = ('<ul class="legend"><li><span class="swatch" style="background:#777"></span>in use</li>'
@@ -125,8 +133,8 @@ def render_section(plan: Mapping[str, Any], rehearsal: Mapping[str, Any]) -> str
     real = ("<p class=\"muted\">Real: API server, etcd, scheduler, controller manager, Kueue, admission policies and RBAC. "
             "Simulated: kubelet and containers (kwok), and what the GPU stack publishes (backend %s). "
             "Units are quota units: whole GPUs, MIG instances, or shared GPUs held.</p>" % _esc(rehearsal.get("backend")))
-    return ('%s<h2 id="rehearsal">Rehearsal</h2>%s%s%s%s%s'
-            % (_CSS, verdict, real, notes_html, legend, "".join(_step_section(s, colours) for s in rehearsal["steps"])))
+    return ('%s<h2 id="rehearsal">Rehearsal</h2>%s%s%s%s%s%s'
+            % (_CSS, verdict, before_html, real, notes_html, legend, "".join(_step_section(s, colours) for s in rehearsal["steps"])))
 
 
 def render_page(plan: Dict[str, Any], rehearsal: Mapping[str, Any], title: str = "GPU sharing plan") -> str:

@@ -37,6 +37,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import examples as example_workloads
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import quantities
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import dra_objects
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import world as rehearsal_world
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
     GPU_PRODUCT_LABEL, PRIORITY_LABEL, QUEUE_LABEL, SHARED_SUFFIX, TEAM_LABEL)
@@ -533,6 +534,38 @@ def worked_day_story(plan_dict: Mapping[str, Any]) -> List[str]:
     return notes
 
 
+def claims_that_can_cross(plan_dict: Mapping[str, Any]) -> List[str]:
+    """Where the plan pins no uuid, which claims can be allocated a card of the other use (dra only).
+
+    rehearse.yml plans with the UUIDs its simulated GPUs publish, so its own plan pins them; a
+    plan made without them (hosts not reachable, rehearsal_day given another plan) rehearses
+    claims that can cross between whole and time-shared cards, and the document says which.
+    """
+    plan = PlanView(plan_dict)
+    if plan.backend != "dra":
+        return []
+    return ["Not pinned by uuid: %s." % line for line in dra_objects.claims_that_can_cross(plan.gpus())]
+
+
+def nobody_can_act_as(plan_dict: Mapping[str, Any], given: Sequence[str] = ()) -> List[str]:
+    """One sentence per team without a ``group`` (and no kubeconfig ``given`` for it): nobody can act as it.
+
+    Its Role is bound to nobody (isolation.rbac), and both ways a person gets into a team (an
+    identity provider's groups claim, a team_access.yml certificate whose O is the group) need
+    the group, so in the rehearsal every workload of that team is refused by RBAC.
+    """
+    out = []
+    for team, info in sorted((plan_dict.get("teams") or {}).items()):
+        if info.get("group") or team in given:
+            continue
+        out.append("team %s has no group: its Role in %s is bound to nobody, so nobody but a cluster admin can act "
+                   "as it and the API server refuses every workload of the team today (RBAC). Fix the inventory: "
+                   "set group: for team %s in gpushare_teams to the group its members log in with (the identity "
+                   "provider's group, or the O of a team_access.yml certificate); docs/inventory.md."
+                   % (team, ", ".join(info.get("namespaces") or []) or "its namespaces", team))
+    return out
+
+
 # --- judging and results ----------------------------------------------------------------
 
 
@@ -620,7 +653,7 @@ def result_document(plan_dict: Mapping[str, Any], steps: Sequence[Mapping[str, A
                    "submitted": [w["name"] for w in s.get("submit") or []], "deleted": list(s.get("delete") or [])}
                   for s, r in zip(steps, recorded)],
         "unmet": unmet,
-        "notes": worked_day_story(plan_dict),
+        "notes": worked_day_story(plan_dict) + claims_that_can_cross(plan_dict),
         "passed": not unmet,
     }
     doc.update(extra or {})

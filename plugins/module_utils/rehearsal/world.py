@@ -35,7 +35,7 @@ import uuid as uuidlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
-from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract, sharing
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract, inventory, sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
     DRA_DRIVER, GPU_PRODUCT_LABEL, GPU_RESOURCE, MIG_RESOURCE_PREFIX, RESOURCE_API, SHARED_SUFFIX)
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
@@ -68,6 +68,29 @@ def gpu_uuid(host: str, gpu: Mapping[str, Any]) -> str:
     """The GPU's UUID: the one gpu_facts found (in the plan), else a stable made-up one."""
     known = gpu.get("uuid")
     return str(known) if known else _uuid("GPU", host, gpu.get("index"))
+
+
+def simulated_gpu_facts(host: str, entries: Any) -> Optional[Dict[str, Any]]:
+    """The ``gpushare_gpu_facts`` a rehearsal host reports: the inventory's GPUs with the UUIDs its world publishes.
+
+    Planning with these pins every GPU by ``uuid`` as site.yml does after discovery, so the
+    rehearsal applies the plan site.yml would apply (whole-GPU and time-shared DeviceClasses
+    select disjoint cards). ``gpu_uuid`` makes the same UUID for the ResourceSlices. A UUID the
+    inventory gives stays the one used. ``None`` when an entry has no ``model`` (nothing to
+    simulate) or ``entries`` are not GPU entries: the plan then reports the inventory as it is.
+    """
+    errors: List[str] = []
+    expanded = inventory.expand_entries(host, entries, errors)
+    if errors or not expanded or any(not raw.get("model") for _index, _position, raw in expanded):
+        return None
+    gpus = []
+    for index, _position, raw in expanded:
+        try:
+            name = gpu_catalog.lookup(str(raw["model"])).product_names[0]
+        except ValueError:
+            return None
+        gpus.append({"index": index, "uuid": gpu_uuid(host, dict(raw, index=index)), "name": name})
+    return {"source": "rehearsal", "gpus": gpus}
 
 
 def mig_device_name(minor: int, profile: str, profile_id: int, start: int) -> str:

@@ -14,6 +14,7 @@ rehearsal tests cover them).
 
 from __future__ import annotations
 
+import copy
 import time
 
 import pytest
@@ -23,6 +24,9 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.render import exa
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog as gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import kube as rehearsal_kube
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import steps as rehearsal_steps
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import world as rehearsal_world
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 from rehearsal_env import REPO_ROOT, wait_until
@@ -49,6 +53,8 @@ PATHS = {
     "ClusterQueue": ("/apis/kueue.x-k8s.io/v1beta2", "clusterqueues", False),
     "LocalQueue": ("/apis/kueue.x-k8s.io/v1beta2", "localqueues", True),
     "Workload": ("/apis/kueue.x-k8s.io/v1beta2", "workloads", True),
+    "Role": ("/apis/rbac.authorization.k8s.io/v1", "roles", True),
+    "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
 }
 APPLY_ORDER = ("Namespace", "DeviceClass", "ResourceClaimTemplate", "ResourceClaim", "WorkloadPriorityClass",
                "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue")
@@ -267,3 +273,66 @@ def test_a_lower_priority_team_takes_its_lent_gpu_back_from_production(day):
          and _condition(w, "Admitted")), None), timeout=120)
     _wait("training's pod running", lambda: [p for p in _pods(info, "training", "own-gpu")
                                              if p.get("status", {}).get("phase") == "Running"], timeout=330)
+
+
+def _day_of_steps(day, teams, steps, plan=None):
+    """run_day of the rehearsal on this control plane, each team in ``teams`` acting as a user in ``groups``."""
+    info, plan = day["info"], plan or day["plan"]
+    apis = {team: rehearsal_kube.api_client(rc.user_kubeconfig(info["dir"], "%s-engineer" % team, groups))
+            for team, groups in teams.items()}
+    checked = rehearsal_steps.validate_steps(plan, steps)
+    return rehearsal_kube.run_day(rehearsal_kube.api_client(info["kubeconfig"]), apis, plan,
+                                  rehearsal_world.build_world(plan, [HOST]), checked,
+                                  before_the_day=rehearsal_steps.nobody_can_act_as(plan))
+
+
+def test_a_refused_workload_leaves_its_team_alone_and_its_deletion_is_a_fact_of_the_day(day):
+    """Issue 35: the clean-up after a refused workload must not touch another workload of its team,
+    and deleting the refused workload later must not stop the day."""
+    info, plan = day["info"], day["plan"]
+    for kind, name, namespace in (("Job", "own-gpu", "training"), ("Job", "burst", "production")):
+        _delete(info, kind, name, namespace)
+    _wait("the earlier tests' Jobs gone", lambda: not _pods(info, "training", "own-gpu")
+          and not _pods(info, "production", "burst"), timeout=120)
+    # A training user who may create Jobs and ResourceClaims but not Pods: the attempt's claim is
+    # created, then its Pod is refused by RBAC (the plan's own Role lets team users only read claims,
+    # and its admission policies refuse such a claim itself; neither is applied in this module).
+    rules = [{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "get", "list", "delete"]},
+             {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["create", "get", "delete"]}]
+    _apply(info, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                  "metadata": {"name": "claim-makers", "namespace": "training"}, "rules": rules})
+    _apply(info, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                  "metadata": {"name": "claim-makers", "namespace": "training"},
+                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "claim-makers"},
+                  "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "claim-makers"}]})
+    attempt = {"team": "training", "name": "training-uses-data-claim", "shared": True,
+               "claim": rehearsal_steps.PlanView(plan).shared_claims("data")[0]}
+    doc = _day_of_steps(day, {"training": ["claim-makers"]}, [
+        {"at": "10:00", "submit": [{"team": "training", "name": "exp-1", "gpus": 1}], "expect": {"admitted": ["exp-1"]}},
+        {"at": "10:30", "submit": [attempt], "expect": {"denied": [attempt["name"]], "admitted": ["exp-1"]}},
+        {"at": "11:00", "delete": [attempt["name"]], "expect": {"admitted": ["exp-1"]}},
+    ])
+    steps = {s["at"]: s for s in doc["steps"]}
+    assert doc["passed"], doc["unmet"]
+    # the claim was created before the pod was refused (else this would not be the case of the issue)
+    assert steps["10:30"]["reasons"][attempt["name"]].startswith("pods is forbidden"), steps["10:30"]["reasons"]
+    placed = {s: [(a["pod"], a["device"]) for a in steps[s]["allocations"] if a["workload"] == "exp-1"] for s in steps}
+    assert placed["10:00"] and placed["10:30"] == placed["10:00"] and placed["11:00"] == placed["10:00"], placed
+    assert steps["10:30"]["teams"]["training"]["admitted"] == ["exp-1"]
+    left = _get(info, "ResourceClaim", attempt["claim"], "training")
+    assert not left or left["metadata"].get("deletionTimestamp"), "the refused workload's claim is left behind"
+    assert list(steps["11:00"]["not_running"]) == [attempt["name"]]
+    assert "refused by the API server at 10:30" in steps["11:00"]["not_running"][attempt["name"]]
+
+    # A team without a group: said before the day, and its workloads are refused by RBAC.
+    nobody = copy.deepcopy(plan)
+    nobody["teams"]["training"]["group"] = None
+    doc = _day_of_steps(day, {"training": []}, [
+        {"at": "12:00", "submit": [{"team": "training", "name": "exp-2", "gpus": 1}], "expect": {"denied": ["exp-2"]}}],
+        plan=nobody)
+    assert doc["passed"], doc["unmet"]
+    (line,) = doc["before_the_day"]
+    assert line.startswith("team training has no group") and "set group: for team training" in line
+    assert "forbidden" in doc["steps"][0]["reasons"]["exp-2"].lower()
+    _delete(info, "Job", "exp-1", "training")
+    _wait("exp-1 gone", lambda: not _pods(info, "training", "exp-1"), timeout=120)

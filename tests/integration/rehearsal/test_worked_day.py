@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.planner import dra_objects
+
 from rehearsal_env import REPO_ROOT, collection_path as _collection_path
 
 RUNS = [("example", "dra"), ("example", "device_plugin"), ("multinode", "dra"), ("one-control-plane", "dra")]
@@ -85,6 +87,27 @@ def test_worked_day(rehearsal_bin, tmp_path, inventory, backend):
     assert "training-uses-production-queue" in denied
     html = (plan_dir / "index.html").read_text()
     assert 'id="rehearsal"' in html and 'data-step="19:00"' in html
+    if backend == "dra":
+        _assert_whole_and_shared_cards_stay_apart(json.loads((plan_dir / "plan.json").read_text()), document, inventory)
+
+
+def _assert_whole_and_shared_cards_stay_apart(plan, document, inventory):
+    """The rehearsal plans with the UUIDs its nodes publish (as site.yml pins the discovered ones):
+    a whole-GPU claim gets a whole card, a shared claim only its own GPU."""
+    assert not [n for n in document["notes"] if n.startswith("Not pinned by uuid")], document["notes"]
+    gpus = [(host, gpu) for host, node in plan["nodes"].items() for gpu in node["gpus"]]
+    whole_classes = {dra_objects.whole_class_name(gpu["model"]) for _host, gpu in gpus if gpu["use"] == "whole"}
+    shared_claims = {gpu["claim"]: (host, gpu["index"]) for host, gpu in gpus if gpu["use"] == "shared"}
+    allocations = [a for s in document["steps"] for a in s["allocations"]]
+    on_whole = [a for a in allocations if a.get("device_class") in whole_classes]
+    assert on_whole and [a for a in on_whole if a["gpu_use"] != "whole"] == [], on_whole
+    on_shared = [a for a in allocations if a.get("claim") in shared_claims]
+    assert [a for a in on_shared if (a["node"], a["gpu_index"]) != shared_claims[a["claim"]]] == [], on_shared
+    if inventory == "example":
+        # the notebooks' claim only on GPU 2; the fine-tune's whole claims at night on whole cards (0 and 3)
+        assert on_shared and {a["gpu_index"] for a in on_shared} == {2}
+        night = [a for s in document["steps"] if s["at"] == "19:00" for a in s["allocations"] if a["workload"] == "fine-tune"]
+        assert sorted(a["gpu_index"] for a in night) == [0, 3], night
 
 
 @pytest.mark.xdist_group("worked-day-failed-expectation")

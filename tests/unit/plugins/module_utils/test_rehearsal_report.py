@@ -68,3 +68,16 @@ def test_the_page_is_the_plan_report_with_the_section_at_the_end():
 def test_a_document_without_steps_is_an_error():
     with pytest.raises(ValueError, match="steps"):
         rehearsal_report.render_section(inventory_plan("example", "dra"), {"unmet": []})
+
+
+def test_what_to_know_before_the_day_comes_before_the_first_step_and_deletions_at_their_step():
+    doc = _doc()
+    doc["before_the_day"] = ["team training has no group: <fix it>"]
+    doc["steps"][1]["not_running"] = {"chat": "refused by the API server at 13:00"}
+    html = rehearsal_report.render_section(inventory_plan("example", "dra"), doc)
+    before = html.index('class="before-the-day"')
+    assert before < html.index('data-step="13:00"')
+    assert "team training has no group: &lt;fix it&gt;" in html[before:]
+    night = html[html.index('<section class="rehearsal-step" data-step="19:00"'):]
+    assert "deleted chat: refused by the API server at 13:00" in night
+    assert 'class="before-the-day"' not in rehearsal_report.render_section(inventory_plan("example", "dra"), _doc())

@@ -210,3 +210,30 @@ def test_result_document_shape():
     assert doc["notes"] and "outside Kueue" in doc["notes"][0]
     plan = inventory_plan("example", "device_plugin")
     assert "time-sliced units (nvidia.com/mig-4g.96gb.shared)" in rs.worked_day_story(plan)[0]
+
+
+def test_a_team_without_group_is_said_before_the_day(example):
+    plan = copy.deepcopy(example)
+    assert rs.nobody_can_act_as(plan) == []
+    plan["teams"]["training"]["group"] = None
+    (line,) = rs.nobody_can_act_as(plan)
+    assert line.startswith("team training has no group: its Role in training is bound to nobody")
+    assert "set group: for team training in gpushare_teams" in line
+    # a kubeconfig given for the team means someone acts as it
+    assert rs.nobody_can_act_as(plan, given=["training"]) == []
+
+
+def test_a_plan_without_uuids_says_which_claims_can_cross_between_whole_and_shared_cards(example):
+    notes = rs.result_document(example, [], [])["notes"]
+    crossing = [n for n in notes if n.startswith("Not pinned by uuid")]
+    if example["backend"] == "device_plugin":
+        assert crossing == []
+        return
+    (line,) = crossing
+    assert "host gpu1, GPU 2" in line and "template gpu-rtx-pro-6000)" in line
+    assert "shared-gpu1-gpu2; template gpu-rtx-pro-6000-shared" in line
+    assert line[len("Not pinned by uuid: "):-1] in example["warnings"]  # the plan report and summary say it too
+    pinned = copy.deepcopy(example)
+    for gpu in pinned["nodes"]["gpu1"]["gpus"]:
+        gpu["uuid"] = "GPU-%d" % gpu["index"]
+    assert not [n for n in rs.result_document(pinned, [], [])["notes"] if n.startswith("Not pinned")]

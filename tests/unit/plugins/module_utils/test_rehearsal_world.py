@@ -174,3 +174,48 @@ def test_every_claim_template_of_the_plan_selects_published_devices_of_its_kind(
             where = "%s/%s" % (template["metadata"]["namespace"], template["metadata"]["name"])
             assert chosen, "%s selects no published device (memory floor above what the driver publishes?)" % where
             assert len({(e["model"], e["profile"]) for e in chosen}) == 1, (where, chosen)
+
+
+def _example_inventory(name="example"):
+    root = INVENTORIES / name
+    settings = yaml.safe_load((root / "group_vars" / "all" / "gpushare.yml").read_text())
+    nodes = {p.stem: yaml.safe_load(p.read_text())["gpushare_gpus"] for p in sorted((root / "host_vars").glob("*.yml"))}
+    return settings, nodes
+
+
+@pytest.mark.parametrize("inventory", ["example", "multinode"])
+def test_the_rehearsal_plans_with_the_uuids_its_world_publishes(inventory):
+    """rehearse.yml sets these facts before it plans: the plan pins what the ResourceSlices publish."""
+    settings, nodes = _example_inventory(inventory)
+    facts = {host: rehearsal_world.simulated_gpu_facts(host, gpus) for host, gpus in nodes.items()}
+    plan = build_plan(settings["gpushare_teams"], nodes, gpu_facts=facts, backend="dra",
+                      distribution=settings["gpushare_kubernetes_distribution"],
+                      kubernetes_version=str(settings["gpushare_kubernetes_version"]))
+    world = rehearsal_world.build_world(plan)
+    published = {(d["node"], d["index"]): d["uuid"] for d in world["devices"] if not d.get("profile")}
+    for host, node in plan["nodes"].items():
+        for gpu in node["gpus"]:
+            assert gpu["uuid"] == rehearsal_world.gpu_uuid(host, {"index": gpu["index"]})
+            if not gpu.get("mig_enabled"):
+                assert published[(host, gpu["index"])] == gpu["uuid"]
+    assert not [w for w in plan["warnings"] if "no uuid known" in w]
+    if inventory == "example":
+        classes = {o["metadata"]["name"]: o["spec"]["selectors"][0]["cel"]["expression"]
+                   for o in plan["objects"] if o["kind"] == "DeviceClass"}
+        gpu2 = facts["gpu1"]["gpus"][2]["uuid"]
+        # the whole-GPU class leaves the notebooks' GPU out, the lendable class takes only it
+        assert "!(device.attributes['gpu.nvidia.com'].uuid in ['%s'])" % gpu2 in classes["rtx-pro-6000.gpushare.io"]
+        assert classes["rtx-pro-6000.shared.gpushare.io"].endswith(".uuid in ['%s']" % gpu2)
+
+
+def test_simulated_facts_follow_the_count_shorthand_and_keep_an_inventory_uuid():
+    facts = rehearsal_world.simulated_gpu_facts("node-a", [
+        {"count": 2, "model": "H100-80GB", "team": "t", "use": "whole"},
+        {"index": 2, "model": "H100-80GB", "team": "t", "use": "whole", "uuid": "GPU-given"}])
+    assert [g["index"] for g in facts["gpus"]] == [0, 1, 2]
+    assert facts["gpus"][2]["uuid"] == "GPU-given"
+    assert facts["gpus"][0]["uuid"] == rehearsal_world.gpu_uuid("node-a", {"index": 0})
+    assert gpu_catalog.lookup(facts["gpus"][0]["name"]).key == "H100-80GB"
+    # nothing to simulate without a model, or for what is not a GPU list: the plan reports the inventory
+    assert rehearsal_world.simulated_gpu_facts("node-a", [{"index": 0, "team": "t", "use": "whole"}]) is None
+    assert rehearsal_world.simulated_gpu_facts("node-a", "nope") is None
