@@ -47,12 +47,12 @@ def _flow(value: Any) -> str:
     return json.dumps(value)
 
 
-def _comment(text: str, width: int = 110) -> List[str]:
-    words, lines, line = text.split(), [], "  #"
+def _comment(text: str, indent: str = "  ", width: int = 110) -> List[str]:
+    words, lines, line = text.split(), [], indent + "#"
     for word in words:
-        if len(line) + 1 + len(word) > width and line != "  #":
+        if len(line) + 1 + len(word) > width and line != indent + "#":
             lines.append(line)
-            line = "  #"
+            line = indent + "#"
         line += " " + word
     lines.append(line)
     return lines
@@ -73,4 +73,4 @@ def host_vars_text(existing: Optional[str], gpus: Sequence[Dict[str, Any]], head
     kept = without_key(existing or "---\n")
     if not kept.startswith("---"):
         kept = "---\n" + kept
-    return "%s# %s\n%s" % (kept, header, gpus_block(gpus))
+    return "%s%s\n%s" % (kept, "\n".join(_comment(header, indent="")), gpus_block(gpus))

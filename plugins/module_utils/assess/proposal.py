@@ -91,7 +91,7 @@ def propose_card(card: Card, team: str, figures: Dict[str, Any], limits: Thresho
     serving = [p for p in card.processes if p.kind == "serving"]
     if serving:
         top = max(serving, key=lambda p: p.peak_mib)
-        return dict(base, use="whole"), ("steady heavy serving: %s (user %s) present %d %% of the window, peak %s of "
+        return dict(base, use="whole"), ("steady heavy serving: process %s (user %s) present %d %% of the window, peak %s of "
                                          "%s, card %s" % (top.pid, top.user, round(top.presence * 100),
                                                           _gib(top.peak_mib), _gib(card.memory_total_mib), busy))
     if kinds["small"] >= 2:
