@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.figures import (
-    UNASSIGNED, Card, Thresholds, attach_processes, card_figures, card_interval, heat_map)
+    UNASSIGNED, Card, Thresholds, attach_processes, card_figures, card_interval, heat_map, peak_concurrency)
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.proposal import (
     capacity, card_demand, card_team, propose_card)
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.samples import (
@@ -85,10 +85,7 @@ def _team_figures(team: str, cards: Sequence[Card], demand: Dict[int, Dict[str, 
     gpu_hours = sum(series)
     today = sum(1 for card in cards if card.team_today == team)
     lengths = sorted(end - start for p in processes for start, end in p.sessions)
-    by_bucket: Dict[int, set] = {}
-    for process in processes:
-        for when in process.times:
-            by_bucket.setdefault(int(when // 60), set()).add((process.host, process.pid, process.user))
+    at_once, users_at_once = peak_concurrency(processes, 60.0)
     return {
         "gpus_today": today,
         "gpus_proposed": proposed.get(team, 0),
@@ -103,8 +100,8 @@ def _team_figures(team: str, cards: Sequence[Card], demand: Dict[int, Dict[str, 
         "peak_memory_per_process_mib": max((p.peak_mib for p in processes), default=0),
         "typical_memory_per_process_mib": sorted(p.typical_mib for p in processes)[len(processes) // 2]
         if processes else 0,
-        "peak_concurrent_processes": max((len(held) for held in by_bucket.values()), default=0),
-        "peak_concurrent_users": max((len({u for _h, _p, u in held}) for held in by_bucket.values()), default=0),
+        "peak_concurrent_processes": at_once,
+        "peak_concurrent_users": users_at_once,
         "sessions": len(lengths),
         "median_session_minutes": round(lengths[len(lengths) // 2] / 60.0, 1) if lengths else 0.0,
         "longest_session_minutes": round(lengths[-1] / 60.0, 1) if lengths else 0.0,

@@ -19,6 +19,7 @@ utilisation, whichever is more. Pure Python, no I/O.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -115,12 +116,9 @@ def classify(card: Card, series: ProcessSeries, team: str, source: str, limits: 
     """The figures and kind of one process on its card."""
     step = max(card.interval, 1.0)
     window = max(len(card.times), 1)
-    utils = []
-    for when in series.times:
-        bucket = int(when // step)
-        value = utilization.get(bucket, utilization.get(bucket - 1))
-        if value is not None:
-            utils.append(value)
+    found = [utilization.get(bucket, utilization.get(bucket - 1)) for bucket in
+             [int(when // step) for when in series.times]]
+    utils = [value for value in found if value is not None]
     mean_util = sum(utils) / len(utils) if utils else 0.0
     presence = min(len(series.times) / float(window), 1.0)
     peak = max(series.memory)
@@ -171,29 +169,40 @@ def heat_map(times: Sequence[float], values: Sequence[float]) -> List[List[float
     """Mean of ``values`` by weekday (rows, Monday first) and hour of day (columns)."""
     sums = [[0.0] * 24 for _ in WEEKDAYS]
     counts = [[0] * 24 for _ in WEEKDAYS]
-    for when, value in zip(times, values):
-        hour = int(when // 3600)
+    hours = [int(when // 3600) for when in times]
+    by_hour: Dict[int, float] = {}
+    for hour, value in zip(hours, values):
+        if value:
+            by_hour[hour] = by_hour.get(hour, 0.0) + value
+    for hour, count in Counter(hours).items():
         day = (hour // 24 + 3) % 7  # 1970-01-01 was a Thursday
-        sums[day][hour % 24] += value
-        counts[day][hour % 24] += 1
+        sums[day][hour % 24] += by_hour.get(hour, 0.0)
+        counts[day][hour % 24] += count
     return [[round(total / count, 2) if count else 0.0 for total, count in zip(row, number)]
             for row, number in zip(sums, counts)]
 
 
-def peak_concurrency(processes: Sequence[Process], interval: float, kinds: Sequence[str] = KINDS
-                     ) -> Tuple[int, int]:
+def _most_at_once(buckets_of: Dict[object, set]) -> int:
+    """The most keys sharing one bucket, given each key's set of buckets."""
+    counts: Counter = Counter()
+    for buckets in buckets_of.values():
+        counts.update(buckets)
+    return max(counts.values()) if counts else 0
+
+
+def peak_concurrency(processes: Sequence[Process], interval: float, kinds: Sequence[str] = KINDS,
+                     key=lambda process: (process.host, process.pid, process.user)) -> Tuple[int, int]:
     """(processes, users) at once at the busiest sample, counting only ``kinds``."""
     step = max(interval, 1.0)
-    by_bucket: Dict[int, set] = {}
+    by_process: Dict[object, set] = {}
+    by_user: Dict[str, set] = {}
     for process in processes:
         if process.kind not in kinds:
             continue
-        for when in process.times:
-            by_bucket.setdefault(int(when // step), set()).add((process.pid, process.user))
-    if not by_bucket:
-        return 0, 0
-    peak = max(by_bucket.values(), key=len)
-    return len(peak), max(len({user for _pid, user in held}) for held in by_bucket.values())
+        buckets = {int(when // step) for when in process.times}
+        by_process.setdefault(key(process), set()).update(buckets)
+        by_user.setdefault(process.user, set()).update(buckets)
+    return _most_at_once(by_process), _most_at_once(by_user)
 
 
 def card_figures(card: Card, limits: Thresholds) -> Dict[str, object]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.figures import (
@@ -142,9 +143,9 @@ def card_demand(card: Card, limits: Thresholds) -> Dict[int, Dict[str, float]]:
             share = min(1.0, process.peak_mib * (1 + limits.headroom) / total)
         else:
             share = 1.0
-        for when in process.times:
-            team_hours = hours.setdefault(int(when // 3600), {})
-            team_hours[process.team] = team_hours.get(process.team, 0.0) + share * step
+        for hour, count in Counter([int(when // 3600) for when in process.times]).items():
+            team_hours = hours.setdefault(hour, {})
+            team_hours[process.team] = team_hours.get(process.team, 0.0) + share * step * count
     for bucket, held in sessions.items():
         memory = sum(held.values())
         need = memory / total
