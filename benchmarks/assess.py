@@ -8,11 +8,12 @@ gpu_assessment module does: read every file, classify every process, propose, an
 Each card has a steady serving process, or two small steady ones, or a weekday batch run, or
 notebook sessions, so every rule of the proposal runs.
 
-    .venv/bin/python benchmarks/assess.py
+    .venv/bin/python benchmarks/assess.py            # ASSESS_DAYS=3 for a shorter window
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from _collection import module_util
 
-HOSTS, CARDS, DAYS, STEP = 8, 8, int(__import__("os").environ.get("ASSESS_DAYS", 28)), 60
+HOSTS, CARDS, DAYS, STEP = 8, 8, int(os.environ.get("ASSESS_DAYS", "28")), 60
 START = 1772409600  # Monday 2 March 2026, 00:00
 TEAMS = [{"name": name, "namespaces": [name], "priority": priority}
          for name, priority in (("production", 1000), ("data", 100), ("training", 10))]

@@ -19,7 +19,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.assess.figures im
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.proposal import (
     capacity, card_demand, card_team, propose_card)
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.samples import (
-    AssessDataError, HostSamples, time_text)
+    AssessDataError, HostSamples, time_text, without_cycle_collection)
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.inventory import expand_entries
 
@@ -126,6 +126,13 @@ def assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mappin
     ``users``: ``gpushare_assess_users``. Raises AssessDataError naming every host, file, line or
     GPU that keeps the proposal from being made.
     """
+    with without_cycle_collection():
+        return _assess(host_samples, gpus_today, teams, users, limits, problems)
+
+
+def _assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mapping[str, Any],
+           teams: Sequence[Mapping[str, Any]], users: Mapping[str, str],
+           limits: Thresholds, problems: Optional[List[str]]) -> Dict[str, Any]:
     problems = list(problems or [])
     errors: List[str] = []
     team_names = [str(team.get("name")) for team in teams or [] if isinstance(team, Mapping)]
