@@ -78,14 +78,14 @@ def main():
         started = time.perf_counter()
         today = write(root)
         generated = time.perf_counter() - started
-        lines = sum(1 for path in root.rglob("*.csv") for _ in path.open())
-        started = time.perf_counter()
+        lines = sum(1 for path in root.rglob("*.csv") for _line in path.open())
+        started, cpu = time.perf_counter(), time.process_time()
         problems = []
         found = files.read_samples(str(root), sorted(today), problems)
         assessment = analysis.assess(found, today, TEAMS, {"serve": "production", "embed": "production",
                                                            "rank": "production", "trainer": "training"},
                                      problems=problems)
-        elapsed = time.perf_counter() - started
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     finally:
         shutil.rmtree(str(root), ignore_errors=True)
     uses = {}
@@ -94,7 +94,8 @@ def main():
     print("assess: %d GPUs x %d days of %d s samples = %d CSV lines (generated in %.1f s)"
           % (HOSTS * CARDS, DAYS, STEP, lines, generated))
     print("assess: proposal %s; %s" % (uses, assessment["capacity"]["why"][:60]))
-    print("assess: analysis %.1f s (target < 30 s)" % elapsed)
+    # On a machine other processes share, the CPU time is the steadier figure.
+    print("assess: analysis %.1f s wall, %.1f s CPU (target < 30 s)" % (elapsed, cpu))
     return 0 if elapsed < 30 else 1
 
 

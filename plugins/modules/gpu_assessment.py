@@ -67,7 +67,7 @@ options:
     description: Directory to write; without it nothing is written.
     type: path
 notes:
-  - Supports check mode; then nothing is written and RV(changed) says whether O(dest) would change.
+  - Supports check mode; then nothing is written and C(changed) says whether O(dest) would change.
 seealso:
   - module: gpushare.cluster.mig_layout
 """
@@ -124,8 +124,8 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.assess.figures im
 
 
 def _summary(assessment):
-    lines = ["host %s, GPU %s (%s): %s for %s: %s" % (gpu["host"], gpu["index"], gpu["model"], gpu["proposed"]["use"],
-                                                     gpu["proposed"]["team"], gpu["why"])
+    lines = ["host %s, GPU %s (%s): %s for %s: %s"
+             % (gpu["host"], gpu["index"], gpu["model"], gpu["proposed"]["use"], gpu["proposed"]["team"], gpu["why"])
              for gpu in assessment["gpus"]]
     return lines + [assessment["capacity"]["why"]]
 

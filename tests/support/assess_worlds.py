@@ -74,7 +74,7 @@ class World:
             if day % 7 >= 5:
                 continue
             for user in users:
-                for _ in range(rng.choice((1, 2))):
+                for _session in range(rng.choice((1, 2))):
                     start = day * DAY + first * HOUR + rng.randrange(0, 3 * HOUR, self.interval)
                     length = rng.randrange(HOUR, 4 * HOUR, self.interval)
                     end = min(start + length, day * DAY + last * HOUR)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.figures import (
-    UNASSIGNED, Card, Thresholds, attach_processes, card_figures, card_interval, heat_map, peak_concurrency)
+    KINDS, UNASSIGNED, Card, Thresholds, attach_processes, card_figures, card_interval, heat_map, peak_concurrency)
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.proposal import (
     capacity, card_demand, card_team, propose_card)
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.samples import (
@@ -94,8 +94,7 @@ def _team_figures(team: str, cards: Sequence[Card], demand: Dict[int, Dict[str, 
         "peak_hourly_demand_gpu_equivalents": round(max(series), 2) if series else 0.0,
         "demand_by_weekday_hour": heat_map([hour * 3600.0 for hour in hours], series),
         "processes": len(processes),
-        "kinds": {kind: sum(1 for p in processes if p.kind == kind) for kind in ("serving", "small", "batch",
-                                                                                  "session")},
+        "kinds": {kind: sum(1 for p in processes if p.kind == kind) for kind in KINDS},
         "users": sorted({p.user for p in processes}),
         "peak_memory_per_process_mib": max((p.peak_mib for p in processes), default=0),
         "typical_memory_per_process_mib": sorted(p.typical_mib for p in processes)[len(processes) // 2]
@@ -131,8 +130,8 @@ def assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mappin
 
 
 def _assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mapping[str, Any],
-           teams: Sequence[Mapping[str, Any]], users: Mapping[str, str],
-           limits: Thresholds, problems: Optional[List[str]]) -> Dict[str, Any]:
+            teams: Sequence[Mapping[str, Any]], users: Mapping[str, str],
+            limits: Thresholds, problems: Optional[List[str]]) -> Dict[str, Any]:
     problems = list(problems or [])
     errors: List[str] = []
     team_names = [str(team.get("name")) for team in teams or [] if isinstance(team, Mapping)]
@@ -170,8 +169,8 @@ def _assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mappi
                 team_share[team] = team_share.get(team, 0.0) + seconds / 3600.0
         team = card_team(card, team_share, errors)
         if team is not None and team not in team_names:
-            errors.append("host %s, GPU %d: team %r is not in gpushare_teams (%s)" % (card.host, card.index, team,
-                                                                                     ", ".join(team_names)))
+            errors.append("host %s, GPU %d: team %r is not in gpushare_teams (%s)"
+                          % (card.host, card.index, team, ", ".join(team_names)))
             team = None
         if team is None:
             continue
@@ -181,8 +180,8 @@ def _assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mappi
                         "teams": {name: round(value, 1) for name, value in sorted(team_share.items())},
                         "figures": figures, "proposed": entry, "why": why})
     if errors:
-        raise AssessDataError("the samples cannot be assessed, %d problem(s):\n- %s" % (len(errors),
-                                                                                       "\n- ".join(errors)))
+        raise AssessDataError("the samples cannot be assessed, %d problem(s):\n- %s"
+                              % (len(errors), "\n- ".join(errors)))
     proposed: Dict[str, int] = {}
     for entry in entries:
         proposed[entry["proposed"]["team"]] = proposed.get(entry["proposed"]["team"], 0) + 1

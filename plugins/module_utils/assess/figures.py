@@ -167,8 +167,8 @@ def attach_processes(host: HostSamples, cards: Dict[str, Card], users: Dict[str,
 
 def heat_map(times: Sequence[float], values: Sequence[float]) -> List[List[float]]:
     """Mean of ``values`` by weekday (rows, Monday first) and hour of day (columns)."""
-    sums = [[0.0] * 24 for _ in WEEKDAYS]
-    counts = [[0] * 24 for _ in WEEKDAYS]
+    sums = [[0.0] * 24 for _day in WEEKDAYS]
+    counts = [[0] * 24 for _day in WEEKDAYS]
     hours = [int(when // 3600) for when in times]
     by_hour: Dict[int, float] = {}
     for hour, value in zip(hours, values):
@@ -212,7 +212,7 @@ def card_figures(card: Card, limits: Thresholds) -> Dict[str, object]:
     lengths = [end - start for process in card.processes for start, end in process.sessions
                if process.kind in ("session", "batch")]
     concurrent, users = peak_concurrency(card.processes, card.interval)
-    sessions, _ = peak_concurrency(card.processes, card.interval, ("session",))
+    sessions = peak_concurrency(card.processes, card.interval, ("session",))[0]
     return {
         "samples": count,
         "interval_seconds": card.interval,

@@ -62,8 +62,8 @@ def gpus_block(gpus: Sequence[Dict[str, Any]]) -> str:
     """``gpushare_gpus:`` with one flow entry per GPU, its evidence as a comment above it."""
     lines = ["%s:" % KEY]
     for gpu in gpus:
-        lines += _comment("GPU %s (%s, %s): %s" % (gpu["index"], gpu.get("model"), gpu.get("uuid") or "no samples",
-                                                  gpu["why"]))
+        lines += _comment("GPU %s (%s, %s): %s"
+                          % (gpu["index"], gpu.get("model"), gpu.get("uuid") or "no samples", gpu["why"]))
         lines.append("  - %s" % _flow(gpu["proposed"]))
     return "\n".join(lines) + "\n"
 

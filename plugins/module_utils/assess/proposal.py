@@ -28,7 +28,7 @@ from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.figures import (
-    UNASSIGNED, WEEKDAYS, Card, Thresholds, peak_concurrency)
+    UNASSIGNED, WEEKDAYS, Card, Thresholds)
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.mig_solver import plan_node_layout
 
 GIB = 1024
@@ -58,8 +58,8 @@ def card_team(card: Card, demand: Dict[str, float], errors: List[str]) -> Option
         return card.team_today
     who = sorted({p.user for p in card.processes})
     errors.append("host %s, GPU %d: no team today and used only by %s; map the users in gpushare_assess_users or "
-                  "set the GPU's team in gpushare_gpus" % (card.host, card.index,
-                                                            ", ".join(who) if who else "nobody"))
+                  "set the GPU's team in gpushare_gpus"
+                  % (card.host, card.index, ", ".join(who) if who else "nobody"))
     return None
 
 
@@ -108,10 +108,9 @@ def propose_card(card: Card, team: str, figures: Dict[str, Any], limits: Thresho
         replicas = max(MIN_REPLICAS, sessions)
         return dict(base, use="shared", replicas=replicas), (
             "%d interactive session(s), at most %d at once, median %.0f min, card %s: time-shared, replicas %d "
-            "(at least the peak of sessions at once%s)" % (kinds["session"], sessions,
-                                                             figures["median_session_minutes"], busy, replicas,
-                                                             "; 2 is the least a shared GPU takes" if sessions < 2
-                                                             else ""))
+            "(at least the peak of sessions at once%s)"
+            % (kinds["session"], sessions, figures["median_session_minutes"], busy, replicas,
+               "; 2 is the least a shared GPU takes" if sessions < 2 else ""))
     if kinds["batch"]:
         return dict(base, use="whole"), ("bursty batch work: %d run(s), longest %.0f min, card %s: whole, in %s's "
                                          "queue, borrowing idle GPUs of the cohort"

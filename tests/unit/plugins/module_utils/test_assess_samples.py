@@ -61,8 +61,8 @@ def test_a_file_that_is_not_nvidia_smi_csv_fails_naming_file_and_line(tmp_path):
 
 def test_a_host_without_samples_is_reported_and_keeps_nothing_invented(tmp_path):
     root = _world().write(tmp_path)
-    result = _run(root, hosts=("gpu1", "gpu2"), today={"gpu1": [{"index": 0, "team": "training"}],
-                                                        "gpu2": [{"index": 0, "model": "L4", "team": "data"}]})
+    today = {"gpu1": [{"index": 0, "team": "training"}], "gpu2": [{"index": 0, "model": "L4", "team": "data"}]}
+    result = _run(root, hosts=("gpu1", "gpu2"), today=today)
     assert "host gpu2: no samples (no file under the samples directory); its GPUs keep their inventory entries" \
         in result["problems"]
     assert [g["host"] for g in result["gpus"]] == ["gpu1"]
