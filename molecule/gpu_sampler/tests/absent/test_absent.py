@@ -13,7 +13,7 @@ SCENARIO = Path(__file__).resolve().parents[2]
 
 def test_sampler_files_gone(host):
     for path in (
-        "/usr/local/libexec/gpushare-sampler",
+        "/usr/local/sbin/gpushare-sampler",
         "/etc/systemd/system/gpushare-sampler.service",
         "/etc/systemd/system/gpushare-sampler.timer",
         "/etc/systemd/system/timers.target.wants/gpushare-sampler.timer",
@@ -43,8 +43,13 @@ def test_samples_fetched_before_the_removal(host):
 
 
 def test_second_removal_changes_nothing():
-    run = subprocess.run(["ansible-playbook", str(SCENARIO / "remove.yml")],
-                         capture_output=True, text=True, check=False)
+    # Molecule's own inventory directory (its group_vars hold the fetch destination).
+    inventory = Path(os.environ["MOLECULE_INVENTORY_FILE"]).parent
+    # Molecule forces colours on; the recap is read as plain text.
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="false", ANSIBLE_NOCOLOR="true")
+    run = subprocess.run(["ansible-playbook", "--inventory", str(inventory), str(SCENARIO / "remove.yml")],
+                         capture_output=True, text=True, check=False, env=env)
     assert run.returncode == 0, run.stdout + run.stderr
-    recap = re.search(r"^%s\s*:.*$" % HOST, run.stdout, re.M).group(0)
-    assert re.search(r"\bchanged=0\b", recap) and re.search(r"\bfailed=0\b", recap), recap
+    recap = re.search(r"^%s\s*:.*$" % HOST, run.stdout, re.M)
+    assert recap, run.stdout + run.stderr
+    assert re.search(r"\bchanged=0\b", recap.group(0)) and re.search(r"\bfailed=0\b", recap.group(0)), recap.group(0)

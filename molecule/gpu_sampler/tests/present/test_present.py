@@ -17,7 +17,7 @@ FIRST_GPU = "GPU-3f6c1e52-8a4b-4d07-9e1a-6b2c0d9f7a11"
 
 def lines(host, pattern):
     """The lines of the one sampler file matching pattern (one day's file)."""
-    paths = host.check_output("ls %s/%s", SAMPLER_DIR, pattern).split()
+    paths = host.check_output(f"ls {SAMPLER_DIR}/{pattern}").split()
     assert len(paths) == 1, paths
     return host.file(paths[0]).content_string.splitlines()
 
@@ -31,12 +31,12 @@ def sample(host):
 
 
 def test_script_and_units_installed(host):
-    script = host.file("/usr/local/libexec/gpushare-sampler")
+    script = host.file("/usr/local/sbin/gpushare-sampler")
     assert script.is_file and script.user == "root" and script.mode == 0o755
     for unit in ("gpushare-sampler.service", "gpushare-sampler.timer"):
         conf = host.file(f"/etc/systemd/system/{unit}")
         assert conf.is_file and conf.user == "root" and conf.mode == 0o644
-    assert f"ExecStart=/usr/local/libexec/gpushare-sampler {SAMPLER_DIR} 35 nvidia-smi" in \
+    assert f"ExecStart=/usr/local/sbin/gpushare-sampler {SAMPLER_DIR} 35 nvidia-smi" in \
         host.file("/etc/systemd/system/gpushare-sampler.service").content_string
     assert "OnUnitActiveSec=3600s" in host.file("/etc/systemd/system/gpushare-sampler.timer").content_string
 
