@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[4] / "plugins" / "module_utils"
 PREFIX = "ansible_collections.gpushare.cluster.plugins.module_utils"
 # Bottom first: a package may import from itself and from the packages before it.
 ORDER = ("_common", "gpu", "sources", "host", "kubernetes", "planner", "render", "preflight", "changes",
-         "airgap", "report", "usage", "rehearsal")
+         "airgap", "report", "usage", "assess", "rehearsal")
 
 
 def _imported_packages(path):

@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The proposed split of each card, and whether the cards are enough.
+
+Rules, per card, first match wins (the figures behind each are in its ``why``):
+
+1. a steady heavy process (serving) -> ``whole`` for its team;
+2. two or more steady small processes -> ``mig`` with one instance per process of at least its
+   peak memory plus the headroom, solved on the card's real geometry by the MIG planner
+   (``gpu/mig_solver.py``); a card without MIG is never ``mig``: it is ``shared`` and the
+   proposal says why; a layout the planner cannot place falls back to ``whole``, with its reason;
+3. interactive sessions -> ``shared``, replicas at least the peak number of sessions at once;
+4. batch work (training, fine-tunes) -> ``whole`` in the team's queue, borrowing idle cards;
+5. a card nobody used -> ``whole`` for its current team, lendable to the others.
+
+Capacity: the demand of the busiest hour, in GPU-equivalents counted with sharing (sessions by
+their memory or the card's utilisation, small processes by their MIG share, idle cards lent),
+against one GPU-equivalent per card. Pure Python, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections import Counter
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.assess.figures import (
+    UNASSIGNED, WEEKDAYS, Card, Thresholds)
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.mig_solver import plan_node_layout
+
+GIB = 1024
+# Demand above the cards by less than this is noise of the sampling, not a missing card.
+CAPACITY_TOLERANCE = 0.05
+# A shared GPU needs at least two replicas (planner/inventory.py refuses fewer).
+MIN_REPLICAS = 2
+
+
+def _gib(mib: float) -> str:
+    return "%.1f GiB" % (mib / float(GIB))
+
+
+def instance_name(user: str, taken: Dict[str, int]) -> str:
+    """A MIG instance name from a process's user: lower case, dashes, unique on the card."""
+    base = re.sub(r"[^a-z0-9]+", "-", user.lower()).strip("-") or "process"
+    taken[base] = taken.get(base, 0) + 1
+    return base if taken[base] == 1 else "%s-%d" % (base, taken[base])
+
+
+def card_team(card: Card, demand: Dict[str, float], errors: List[str]) -> Optional[str]:
+    """The team a card is proposed for: the one that used it most, else its team today."""
+    assigned = {team: value for team, value in demand.items() if team != UNASSIGNED and value > 0}
+    if assigned:
+        return max(sorted(assigned), key=lambda team: assigned[team])
+    if card.team_today:
+        return card.team_today
+    who = sorted({p.user for p in card.processes})
+    errors.append("host %s, GPU %d: no team today and used only by %s; map the users in gpushare_assess_users or "
+                  "set the GPU's team in gpushare_gpus"
+                  % (card.host, card.index, ", ".join(who) if who else "nobody"))
+    return None
+
+
+def _mig_entry(card: Card, team: str, limits: Thresholds) -> Tuple[Optional[Dict[str, Any]], str]:
+    """(entry, why) for a card of steady small processes; entry None when MIG cannot be used."""
+    small = sorted((p for p in card.processes if p.kind == "small"), key=lambda p: (-p.peak_mib, p.pid))
+    taken: Dict[str, int] = {}
+    instances = [{"name": instance_name(p.user, taken),
+                  "memory": "%dGiB" % max(1, math.ceil(p.peak_mib * (1 + limits.headroom) / GIB))} for p in small]
+    peaks = ", ".join("%s peak %s" % (i["name"], _gib(p.peak_mib)) for i, p in zip(instances, small))
+    if not card.mig_capable:
+        return None, ("%d steady small processes (%s), but %s cannot be cut with MIG (the model has no MIG): "
+                      "time-shared instead, without memory isolation" % (len(small), peaks, card.model))
+    entry = {"index": card.index, "model": card.model, "team": team, "use": "mig", "mig": {"instances": instances}}
+    try:
+        layout = plan_node_layout([entry], "assess", host=card.host)
+    except ValueError as error:
+        return None, ("%d steady small processes (%s) do not fit as MIG instances with %d %% headroom: %s"
+                      % (len(small), peaks, round(limits.headroom * 100), error))
+    profiles = ", ".join(i["profile"] for i in layout["gpus"][0]["instances"] if i["name"])
+    return entry, ("%d steady small processes (%s): one MIG instance each with %d %% headroom, placed by the MIG "
+                   "planner as %s" % (len(small), peaks, round(limits.headroom * 100), profiles))
+
+
+def propose_card(card: Card, team: str, figures: Dict[str, Any], limits: Thresholds) -> Tuple[Dict[str, Any], str]:
+    """(inventory entry, why) for one card."""
+    kinds = figures["kinds"]
+    base = {"index": card.index, "model": card.model, "team": team}
+    busy = "busy %d %% of the time" % round(figures["busy_fraction"] * 100)
+    serving = [p for p in card.processes if p.kind == "serving"]
+    if serving:
+        top = max(serving, key=lambda p: p.peak_mib)
+        return dict(base, use="whole"), ("steady heavy serving: process %s (user %s) present %d %% of the window, peak %s of "
+                                         "%s, card %s" % (top.pid, top.user, round(top.presence * 100),
+                                                          _gib(top.peak_mib), _gib(card.memory_total_mib), busy))
+    if kinds["small"] >= 2:
+        entry, why = _mig_entry(card, team, limits)
+        if entry is not None:
+            return entry, why
+        if not card.mig_capable:
+            replicas = max(MIN_REPLICAS, kinds["small"] + figures["peak_concurrent_sessions"])
+            return dict(base, use="shared", replicas=replicas), why + "; replicas %d" % replicas
+        return dict(base, use="whole"), why
+    if kinds["session"]:
+        sessions = figures["peak_concurrent_sessions"]
+        replicas = max(MIN_REPLICAS, sessions)
+        return dict(base, use="shared", replicas=replicas), (
+            "%d interactive session(s), at most %d at once, median %.0f min, card %s: time-shared, replicas %d "
+            "(at least the peak of sessions at once%s)"
+            % (kinds["session"], sessions, figures["median_session_minutes"], busy, replicas,
+               "; 2 is the least a shared GPU takes" if sessions < 2 else ""))
+    if kinds["batch"]:
+        return dict(base, use="whole"), ("bursty batch work: %d run(s), longest %.0f min, card %s: whole, in %s's "
+                                         "queue, borrowing idle GPUs of the cohort"
+                                         % (kinds["batch"], figures["longest_session_minutes"], busy, team))
+    if kinds["small"]:
+        return dict(base, use="whole"), ("one steady small process: whole (MIG would leave most of the card "
+                                         "unused), card %s" % busy)
+    return dict(base, use="whole"), ("no process seen in the window (card %s): kept whole for %s, lent to the other "
+                                     "teams when idle" % (busy, team))
+
+
+# --- demand and capacity ----------------------------------------------------------------
+
+def card_demand(card: Card, limits: Thresholds) -> Dict[int, Dict[str, float]]:
+    """GPU-seconds each team asked of the card, by hour (hours since the epoch, host clock)."""
+    hours: Dict[int, Dict[str, float]] = {}
+    step = max(card.interval, 1.0)
+    total = float(card.memory_total_mib)
+    only_sessions = all(p.kind == "session" for p in card.processes)
+    utilization = {int(when // step): util for when, util in zip(card.times, card.utilization)}
+    sessions: Dict[int, Dict[str, float]] = {}
+    for process in card.processes:
+        if process.kind == "session":
+            for when, mib in zip(process.times, process.memory):
+                held = sessions.setdefault(int(when // step), {})
+                held[process.team] = held.get(process.team, 0.0) + mib
+            continue
+        if process.kind == "small":
+            share = min(1.0, process.peak_mib * (1 + limits.headroom) / total)
+        else:
+            share = 1.0
+        for hour, count in Counter([int(when // 3600) for when in process.times]).items():
+            team_hours = hours.setdefault(hour, {})
+            team_hours[process.team] = team_hours.get(process.team, 0.0) + share * step * count
+    for bucket, held in sessions.items():
+        memory = sum(held.values())
+        need = memory / total
+        if only_sessions:
+            need = max(need, utilization.get(bucket, 0) / 100.0)
+        need = min(need, 1.0)
+        team_hours = hours.setdefault(int(bucket * step // 3600), {})
+        for team, mib in held.items():
+            team_hours[team] = team_hours.get(team, 0.0) + need * step * (mib / memory if memory else 1.0 / len(held))
+    return hours
+
+
+def _hour_text(hour: int) -> str:
+    return "%s %s" % (WEEKDAYS[(hour // 24 + 3) % 7], time.strftime("%Y-%m-%d %H:00", time.gmtime(hour * 3600)))
+
+
+def capacity(demand: Dict[int, Dict[str, float]], cards: Sequence[Card], proposed: Dict[str, int]) -> Dict[str, Any]:
+    """The capacity answer: the busiest hour's demand against the cards of the proposal."""
+    supply = len(cards)
+    if not demand:
+        return {"busiest_hour": None, "demand_gpu_equivalents": 0.0, "gpus": supply, "another_gpu_advised": False,
+                "why": "no process was seen: no demand to compare with the %d GPU(s)" % supply,
+                "spare_gpu_equivalents": float(supply), "hours_over": [], "teams_waiting": [], "model": None,
+                "cards_to_add": 0}
+    totals = {hour: sum(teams.values()) / 3600.0 for hour, teams in demand.items()}
+    busiest = max(sorted(totals), key=lambda hour: totals[hour])
+    peak = round(totals[busiest], 2)
+    over = sorted(hour for hour, value in totals.items() if value > supply + CAPACITY_TOLERANCE)
+    result: Dict[str, Any] = {"busiest_hour": _hour_text(busiest), "demand_gpu_equivalents": peak, "gpus": supply,
+                              "another_gpu_advised": bool(over), "hours_over": [_hour_text(h) for h in over],
+                              "spare_gpu_equivalents": round(max(supply - peak, 0.0), 2)}
+    counted = ("counted with sharing: sessions by their memory or the card's utilisation, small steady processes by "
+               "their MIG share, idle GPUs lent to the busy teams")
+    if not over:
+        result.update(teams_waiting=[], model=None, cards_to_add=0,
+                      why="no card to add: the busiest hour (%s) asks %.2f GPU-equivalents of the %d GPU(s), %.2f "
+                          "spare (%s)" % (result["busiest_hour"], peak, supply, result["spare_gpu_equivalents"],
+                                          counted))
+        return result
+    waiting: Dict[str, float] = {}
+    for hour in over:
+        for team, seconds in demand[hour].items():
+            excess = seconds / 3600.0 - proposed.get(team, 0)
+            if excess > CAPACITY_TOLERANCE:
+                waiting[team] = max(waiting.get(team, 0.0), excess)
+    teams = sorted(waiting, key=lambda team: (-waiting[team], team))
+    models: Dict[str, int] = {}
+    for card in cards:
+        if card.model and (not teams or any(p.team in teams for p in card.processes)):
+            models[card.model] = models.get(card.model, 0) + 1
+    model = max(sorted(models), key=lambda key: models[key]) if models else None
+    add = int(math.ceil(peak - supply - 1e-9))
+    result.update(teams_waiting=teams, model=model, cards_to_add=add,
+                  why="another card: in %d hour(s) the demand exceeds the %d GPU(s) even %s; the busiest (%s) asks "
+                      "%.2f GPU-equivalents. %s would wait; %d more %s would hold the busiest hour"
+                      % (len(over), supply, counted, result["busiest_hour"], peak,
+                         ", ".join(teams) if teams else "every team", add, model or "GPU(s) of the same model"))
+    return result
