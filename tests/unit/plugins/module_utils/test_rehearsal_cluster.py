@@ -297,7 +297,7 @@ def test_apply_objects_sends_one_server_side_apply_per_object_to_its_resource_pa
                {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": "q", "namespace": "team-a"}},
                {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}]
     rc.apply_objects({}, objects, field_manager="gpushare-tenancy")
-    patches = [(path, kind) for method, path, kind, _ in fake.requests if method == "PATCH"]
+    patches = [(path, kind) for method, path, kind, _body in fake.requests if method == "PATCH"]
     query = "?fieldManager=gpushare-tenancy&force=true"
     assert patches == [("/api/v1/namespaces/team-a" + query, "application/apply-patch+yaml"),
                        ("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/team-a" + query, "application/apply-patch+yaml"),
@@ -306,10 +306,10 @@ def test_apply_objects_sends_one_server_side_apply_per_object_to_its_resource_pa
                        # a namespaced object without a namespace goes where kubectl puts it: default
                        ("/api/v1/namespaces/default/pods/p" + query, "application/apply-patch+yaml")]
     # discovery once per group version, in order, before the first object of it
-    assert [path for method, path, _, _ in fake.requests if method == "GET"] == [
+    assert [path for method, path, _kind, _body in fake.requests if method == "GET"] == [
         "/api/v1", "/apis/kueue.x-k8s.io/v1beta2"]
     # the object itself is the patch body
-    assert [body for method, _, _, body in fake.requests if method == "PATCH"] == objects
+    assert [body for method, _path, _kind, body in fake.requests if method == "PATCH"] == objects
 
 
 def test_apply_objects_names_the_refused_object_and_the_unknown_kind(monkeypatch):
