@@ -158,7 +158,7 @@ install-check: build ## Install the built tarball and list its plugins with ansi
 STEP = bash tools/steps.sh run
 NICE = nice -n 10
 PYTEST_SUITE = $(BIN)/python -m pytest -q -rs -p no:cacheprovider --durations=15
-REHEARSAL_XDIST = -n 2 --dist loadgroup
+REHEARSAL_XDIST = -n 2 --dist loadscope
 
 test: ## Everything CI runs, ending with the table of each step's wall and CPU time
 	@bash tools/steps.sh begin

@@ -89,17 +89,3 @@ def _modules_run_as_on_a_host(monkeypatch):
     from ansible.module_utils import _internal
 
     monkeypatch.setattr(_internal, "is_controller", False)
-
-
-def pytest_collection_modifyitems(config, items):  # pylint: disable=unused-argument
-    """Keep each test module's tests on one pytest-xdist worker (``--dist loadgroup``).
-
-    The rehearsal suite runs on two workers (``make rehearsal-test``): its tests mostly wait on
-    a control plane, and a module's control plane is a module-scoped fixture that must not be
-    started once per worker. A test (or module) that already names its xdist group keeps it:
-    the worked day's independent playbook runs each take their own, and modules that share a
-    session-scoped control plane name one group together. Without xdist the marker is inert.
-    """
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))

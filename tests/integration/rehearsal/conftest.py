@@ -6,8 +6,13 @@
 skipped with that reason printed (``pytest -rs``), never passed. ``rehearsal`` starts one
 control plane for the session in a temporary directory and stops it at the end;
 ``isolation_cluster`` starts one with the worked day's plan applied, for the isolation and
-team-access tests. Under pytest-xdist each worker has its own session, so the modules that use
-one of these name one xdist group (tests/conftest.py keeps every module's tests together).
+team-access tests.
+
+Under pytest-xdist (``make rehearsal-test``: two workers, since these tests mostly wait on a
+control plane) each worker has its own session, and ``pytest_xdist_make_scheduler`` below
+decides what runs together: a module's tests stay on one worker (its control plane is a
+module-scoped fixture), the modules that share ``isolation_cluster`` stay together, and the
+worked day's playbook runs, which each start their own control plane, are spread one by one.
 """
 
 from __future__ import annotations
@@ -18,6 +23,38 @@ import signal
 import pytest
 
 from rehearsal_env import GO_DIR, KUEUE_CONFIGURATION, cache_root, rc
+
+#: Modules whose tests share one session-scoped control plane: one xdist work unit.
+SHARED_CONTROL_PLANE = {"test_isolation_admission.py": "isolation_cluster", "test_team_access.py": "isolation_cluster"}
+#: Modules whose tests are independent runs that each start their own control plane.
+INDEPENDENT_TESTS = ("test_worked_day.py",)
+
+
+def work_unit(nodeid: str) -> str:
+    """The xdist work unit (scope) of a test: its module, a shared control plane, or itself."""
+    path = nodeid.split("::", 1)[0]
+    name = path.rsplit("/", 1)[-1]
+    if name in SHARED_CONTROL_PLANE:
+        return SHARED_CONTROL_PLANE[name]
+    if name in INDEPENDENT_TESTS:
+        return nodeid
+    return path
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Schedule the rehearsal tests by :func:`work_unit` (pytest-xdist's loadscope, other scopes).
+
+    Written here rather than with ``xdist_group`` marks: pytest-xdist 3.8 groups by renaming
+    ``item._nodeid``, which pytest 9.2 no longer reads (``Node.nodeid`` comes from ``_id``), so
+    its ``loadgroup`` mode silently spreads a module's tests over the workers.
+    """
+    from xdist.scheduler import LoadScopeScheduling  # pylint: disable=import-outside-toplevel
+
+    class RehearsalScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return RehearsalScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -95,11 +95,6 @@ def _apply_all(info, objects):
     rc.apply_objects(info, objects, field_manager="gpushare-tenancy")
 
 
-# This module and test_team_access.py share one control plane (conftest.isolation_cluster), so
-# they run on the same xdist worker.
-pytestmark = pytest.mark.xdist_group("isolation-control-plane")
-
-
 def isolation_control_plane(rehearsal_bin, tmp_path_factory):
     """A control plane with the plan applied as the tenancy, dra_driver and kueue roles would
     (a generator: the body of conftest's session fixture ``isolation_cluster``)."""

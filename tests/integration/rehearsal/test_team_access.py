@@ -27,9 +27,8 @@ from pods import pod
 from test_isolation_admission import _create, _refused, _request, _workload
 
 # The isolation tests' control plane, the worked day's plan applied (conftest.isolation_cluster):
-# started once for both modules, which therefore share an xdist group.
+# started once for both modules, which conftest's scheduler keeps on one xdist worker.
 cluster = test_isolation_admission.cluster
-pytestmark = test_isolation_admission.pytestmark
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PLAYBOOK = REPO_ROOT / "playbooks" / "team_access.yml"

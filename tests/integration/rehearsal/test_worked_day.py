@@ -56,9 +56,7 @@ def _recap(stdout: str, host: str):
     return tuple(int(g) for g in match.groups()) if match else None
 
 
-# Each run starts and stops its own control plane, so the runs may go to different xdist workers.
-@pytest.mark.parametrize("inventory, backend", [
-    pytest.param(*run, id="-".join(run), marks=pytest.mark.xdist_group("worked-day-" + "-".join(run))) for run in RUNS])
+@pytest.mark.parametrize("inventory, backend", RUNS, ids=["-".join(r) for r in RUNS])
 def test_worked_day(rehearsal_bin, tmp_path, inventory, backend):
     result, document, plan_dir, seconds = rehearse(tmp_path, rehearsal_bin["bin_dir"], inventory, backend)
     print("rehearsal %s/%s: %.1f s (playbook), day %s s" % (inventory, backend, seconds, (document or {}).get("seconds")))
@@ -110,7 +108,6 @@ def _assert_whole_and_shared_cards_stay_apart(plan, document, inventory):
         assert sorted(a["gpu_index"] for a in night) == [0, 3], night
 
 
-@pytest.mark.xdist_group("worked-day-failed-expectation")
 def test_a_failed_expectation_fails_the_run_and_still_stops_the_control_plane(rehearsal_bin, tmp_path):
     # One GPU of its own quota: training's job is admitted at once, so expecting it pending must fail.
     steps = json.dumps([{"at": "08:00", "submit": [{"team": "training", "name": "greedy", "gpus": 1}],
