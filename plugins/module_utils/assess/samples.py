@@ -222,6 +222,26 @@ def _read_gpu_columns(samples: HostSamples, sample: SampleFile) -> bool:
     return True
 
 
+def _data_lines(sample: SampleFile, count: int, damage: "_Damage") -> Iterator[Tuple[int, List[str]]]:
+    """(line number, fields) of each data line of ``sample`` with ``count`` fields.
+
+    Blank lines and repeated headers (appended files) are skipped; a line with another number
+    of fields is reported to ``damage``. nvidia-smi separates with ", "; a bare "," is accepted.
+    """
+    header = sample.lines[0].strip()
+    for number, raw in enumerate(sample.lines[1:], 2):
+        line = raw.strip()
+        if not line or line == header:
+            continue
+        parts = line.split(", ")
+        if len(parts) != count:
+            parts = [part.strip() for part in line.split(",")]
+            if len(parts) != count:
+                damage.add(number, "expected %d fields, got %d (truncated or garbled line)" % (count, len(parts)))
+                continue
+        yield number, parts
+
+
 def read_gpu_file(samples: HostSamples, sample: SampleFile) -> None:
     """Add one gpus*.csv file to ``samples``."""
     host = samples.host
@@ -231,18 +251,8 @@ def read_gpu_file(samples: HostSamples, sample: SampleFile) -> None:
     damage = _Damage(host, sample.name)
     readable = 0
     gpus = samples.gpus
-    header = sample.lines[0].strip()
     stamp, when = "", 0.0
-    for number, raw in enumerate(sample.lines[1:], 2):
-        line = raw.strip()
-        if not line or line == header:
-            continue
-        parts = line.split(", ")
-        if len(parts) != 7:
-            parts = [part.strip() for part in line.split(",")]
-            if len(parts) != 7:
-                damage.add(number, "expected 7 fields, got %d (truncated or garbled line)" % len(parts))
-                continue
+    for number, parts in _data_lines(sample, len(GPU_FIELDS), damage):
         try:
             if parts[0] != stamp:
                 when = parse_timestamp(parts[0])
@@ -307,19 +317,9 @@ def read_app_file(samples: HostSamples, sample: SampleFile) -> None:
     damage = _Damage(host, sample.name)
     readable = 0
     processes = samples.processes
-    header = sample.lines[0].strip()
     unknown_memory = 0
     stamp, when = "", 0.0
-    for number, raw in enumerate(sample.lines[1:], 2):
-        line = raw.strip()
-        if not line or line == header:
-            continue
-        parts = line.split(", ")
-        if len(parts) != 5:
-            parts = [part.strip() for part in line.split(",")]
-            if len(parts) != 5:
-                damage.add(number, "expected 5 fields, got %d (truncated or garbled line)" % len(parts))
-                continue
+    for number, parts in _data_lines(sample, len(APP_FIELDS), damage):
         try:
             if parts[0] != stamp:
                 when = parse_timestamp(parts[0])
