@@ -940,9 +940,10 @@ def api_request(info: Mapping[str, Any], method: str, path: str, body: Optional[
         return status, text
 
 
-def _resource_of(info: Mapping[str, Any], api_version: str, kind: str, discovered: Dict[str, Dict[str, Any]]) -> Mapping[str, Any]:
-    """The API resource (plural ``name``, ``namespaced``) serving ``kind`` at ``api_version``, from the
-    API server's discovery document of that group version (read once per apply)."""
+def _resource_of(info: Mapping[str, Any], api_version: str, kind: str,
+                 discovered: Dict[str, Dict[str, Any]]) -> Tuple[str, Mapping[str, Any]]:
+    """The path of ``api_version`` and the API resource (plural ``name``, ``namespaced``) serving
+    ``kind`` there, from the API server's discovery document of it (read once per apply)."""
     base = ("/apis/" if "/" in api_version else "/api/") + api_version
     if base not in discovered:
         status, body = api_request(info, "GET", base)
@@ -953,7 +954,7 @@ def _resource_of(info: Mapping[str, Any], api_version: str, kind: str, discovere
     resource = discovered[base].get(kind)
     if resource is None:
         raise RehearsalError(f"apply: the API server serves no kind {kind} in {api_version}")
-    return resource
+    return base, resource
 
 
 def apply_objects(info: Mapping[str, Any], objects: List[Mapping[str, Any]], field_manager: str = "gpushare-rehearsal") -> None:
@@ -971,9 +972,8 @@ def apply_objects(info: Mapping[str, Any], objects: List[Mapping[str, Any]], fie
         name = str(meta.get("name") or "")
         if not name:
             raise RehearsalError(f"apply: a {obj.get('kind')} without metadata.name")
-        resource = _resource_of(info, str(obj["apiVersion"]), str(obj["kind"]), discovered)
+        base, resource = _resource_of(info, str(obj["apiVersion"]), str(obj["kind"]), discovered)
         scope = f"/namespaces/{meta.get('namespace') or 'default'}" if resource.get("namespaced") else ""
-        base = ("/apis/" if "/" in str(obj["apiVersion"]) else "/api/") + str(obj["apiVersion"])
         path = f"{base}{scope}/{resource['name']}/{urllib.parse.quote(name)}?{query}"
         status, body = api_request(info, "PATCH", path, obj, content_type="application/apply-patch+yaml", timeout=60)
         if status not in (200, 201):
