@@ -85,6 +85,11 @@ _value:
         cluster-scoped), C(generation) (the plan generation that wrote it) and C(where) (C(Kind ns/name))."
       type: list
       elements: dict
+    delete_objects:
+      description: The objects of C(delete), in the same order, as C(apiVersion), C(kind) and C(metadata)
+        (C(name), C(namespace) when namespaced), for one M(kubernetes.core.k8s) call with C(state=absent).
+      type: list
+      elements: dict
     namespaces:
       description: Names of the Namespaces in C(delete), whose Pods the caller lists for a second call.
       type: list

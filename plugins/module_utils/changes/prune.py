@@ -97,6 +97,14 @@ def _key(obj: Mapping[str, Any]) -> Tuple[str, str, str, str]:
     return (group, str(obj.get("kind")), str(metadata.get("namespace") or ""), str(metadata.get("name")))
 
 
+def _reference(entry: Mapping[str, Any]) -> Dict[str, Any]:
+    """A deletion as the smallest object kubernetes.core.k8s deletes with ``state: absent``."""
+    metadata = {"name": entry["name"]}
+    if entry.get("namespace"):
+        metadata["namespace"] = entry["namespace"]
+    return {"apiVersion": entry["api_version"], "kind": entry["kind"], "metadata": metadata}
+
+
 def _where(obj: Mapping[str, Any]) -> str:
     metadata = obj.get("metadata") or {}
     namespace = metadata.get("namespace")
@@ -169,6 +177,7 @@ def prune_plan(wanted: Sequence[Mapping[str, Any]], live: Sequence[Mapping[str, 
                "where": _where(obj)} for obj in chosen]
     return {
         "delete": delete,
+        "delete_objects": [_reference(entry) for entry in delete],
         "terminating": sorted(t for t in terminating if t.split(" ", 1)[0] in kinds),
         "namespaces": [d["name"] for d in delete if d["kind"] == "Namespace"],
         "refused": [] if confirm else refused,

@@ -65,6 +65,19 @@ def _names(objects):
     return sorted((o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]) for o in objects)
 
 
+def _deletions(state):
+    """(kind, namespace, name, check mode) of every object a k8s state=absent call was given: the role
+    deletes its list in one call (a definition list), one entry per object, in order."""
+    found = []
+    for call in state["calls"]:
+        if call["module"] != "k8s" or call.get("state") != "absent":
+            continue
+        for obj in call["definition"] if isinstance(call.get("definition"), list) else [call]:
+            metadata = obj.get("metadata") or obj
+            found.append((obj["kind"], metadata.get("namespace") or "", metadata["name"], bool(call.get("check_mode"))))
+    return found
+
+
 def _changed(stdout):
     return int(re.search(r"^localhost\s+:.*changed=(\d+)", stdout, re.M).group(1))
 
@@ -74,21 +87,22 @@ GONE = [("ClusterQueue", "", "training"), ("LocalQueue", "training", "training")
 
 
 def test_check_and_diff_mode_list_the_deletions_and_delete_nothing(tmp_path):
+    before, _after = _plans()
     result, state = run_prune(tmp_path, [HAND_MADE], ("--check", "--diff"))
     assert result.returncode == 0, result.stdout[-4000:]
-    assert "kueue prune: would delete ClusterQueue training, WorkloadPriorityClass training, LocalQueue " \
-           "training/training" in " ".join(result.stdout.split())
+    generation = "(plan generation %s)" % ownership.generation_of(before["objects"])
+    assert "kueue prune: would delete ClusterQueue training %s, WorkloadPriorityClass training %s, LocalQueue " \
+           "training/training %s" % (generation, generation, generation) in " ".join(result.stdout.split())
     assert set(GONE) <= set(_names(state["objects"]))
-    deletes = [c for c in state["calls"] if c["module"] == "k8s" and c.get("state") == "absent"]
-    assert len(deletes) == 3 and all(c.get("check_mode") for c in deletes)
+    deletes = _deletions(state)
+    assert len(deletes) == 3 and all(check_mode for *_object, check_mode in deletes)
 
 
 def test_a_run_deletes_the_owned_objects_the_plan_left_and_a_second_run_changes_nothing(tmp_path):
     before, _after = _plans()
     result, state = run_prune(tmp_path, [HAND_MADE])
     assert result.returncode == 0, result.stdout[-4000:]
-    deletes = [(c["kind"], c.get("namespace") or "", c["name"]) for c in state["calls"]
-               if c["module"] == "k8s" and c.get("state") == "absent"]
+    deletes = [(kind, namespace, name) for kind, namespace, name, _check in _deletions(state)]
     assert deletes == [GONE[0], GONE[2], GONE[1]]  # ClusterQueue, WorkloadPriorityClass, LocalQueue last
     left = _names(state["objects"])
     assert not set(GONE) & set(left)

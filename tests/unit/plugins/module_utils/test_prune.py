@@ -63,7 +63,8 @@ ALL_KINDS = prune.DELETE_ORDER
 def test_the_same_plan_deletes_nothing():
     plan = _plan()
     result = prune.prune_plan(plan["objects"], _live(plan), ALL_KINDS)
-    assert result == {"delete": [], "terminating": [], "namespaces": [], "refused": [], "confirmed": []}
+    assert result == {"delete": [], "delete_objects": [], "terminating": [], "namespaces": [], "refused": [],
+                      "confirmed": []}
 
 
 def test_a_removed_team_loses_every_object_in_a_safe_order():
@@ -87,6 +88,12 @@ def test_a_removed_team_loses_every_object_in_a_safe_order():
     assert kinds[-1] == "Namespace" and result["namespaces"] == ["training"]
     assert result["refused"] == []
     assert all(d["generation"] == ownership.generation_of(before["objects"]) for d in result["delete"])
+    # the same deletions, in the same order, as the objects one kubernetes.core.k8s state=absent call takes
+    references = result["delete_objects"]
+    assert [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in references] == deleted
+    assert all(o["apiVersion"] == d["api_version"] for o, d in zip(references, result["delete"]))
+    namespace = references[-1]
+    assert namespace == {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}}
 
 
 def test_objects_without_the_ownership_label_are_never_deleted():
