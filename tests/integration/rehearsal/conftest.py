@@ -22,10 +22,13 @@ import signal
 
 import pytest
 
-from rehearsal_env import GO_DIR, KUEUE_CONFIGURATION, cache_root, rc
+from rehearsal_env import GO_DIR, KUEUE_CONFIGURATION, cache_root, leftovers, listable_resources, rc, top_level_objects
 
 #: Modules whose tests share one session-scoped control plane: one xdist work unit.
 SHARED_CONTROL_PLANE = {"test_isolation_admission.py": "isolation_cluster", "test_team_access.py": "isolation_cluster"}
+#: Session fixtures whose control plane several modules' tests share: a test must leave it as it
+#: found it (``leaves_shared_control_planes_as_found``).
+SHARED_FIXTURES = ("rehearsal", "isolation_cluster")
 #: Modules whose tests are independent runs that each start their own control plane.
 INDEPENDENT_TESTS = ("test_worked_day.py",)
 
@@ -98,3 +101,31 @@ def isolation_cluster(rehearsal_bin, tmp_path_factory):
     import test_isolation_admission  # pylint: disable=import-outside-toplevel
 
     yield from test_isolation_admission.isolation_control_plane(rehearsal_bin, tmp_path_factory)
+
+
+@pytest.fixture(autouse=True)
+def leaves_shared_control_planes_as_found(request):
+    """A test on a shared control plane must delete what it made: its top-level objects (a Job, a
+    Namespace, a RoleBinding; what they own goes with them) are compared before and after. A test
+    that leaves one fails here, naming it, and the object is deleted so the tests after it see the
+    control plane they expect rather than slow down or fail somewhere else."""
+    shared = [name for name in SHARED_FIXTURES if name in request.fixturenames]
+    if not shared:
+        yield
+        return
+    value = request.getfixturevalue(shared[0])
+    info = value.get("info", value)
+    resources = listable_resources(info)
+    before = top_level_objects(info, resources)
+    yield
+    left = leftovers(info, resources, before)
+    if not left:
+        return
+    paths = {kind: (path, plural) for path, plural, kind in resources}
+    for kind, namespace, name in left:
+        path, plural = paths[kind]
+        rc.api_request(info, "DELETE", "%s%s/%s/%s" % (path, "/namespaces/%s" % namespace if namespace else "",
+                                                      plural, name))
+    pytest.fail("%s left on the shared control plane (%s): %s; deleted now" % (
+        request.node.nodeid, shared[0], ", ".join("%s %s" % (kind, "/".join(filter(None, (namespace, name))))
+                                                  for kind, namespace, name in left)), pytrace=False)

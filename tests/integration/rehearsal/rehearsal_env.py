@@ -53,3 +53,61 @@ def wait_until(what, check, timeout, interval):
 
 def cache_root() -> str:
     return os.environ.get(CACHE_ENV) or rc.DEFAULT_CACHE_ROOT
+
+
+#: Kinds whose objects come and go on their own on any control plane (heartbeats, endpoints,
+#: events), left out of the objects a test must leave as it found them.
+SELF_MANAGED = {"Event", "Lease", "Endpoints", "EndpointSlice"}
+#: Objects the control plane makes in every namespace; they go with their namespace.
+PER_NAMESPACE = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt")}
+
+
+def listable_resources(info):
+    """(path of the group version, plural, kind) of every top-level resource the API server lists."""
+    found = []
+    status, core = rc.api_request(info, "GET", "/api/v1")
+    assert status == 200, core
+    groups = [("/api/v1", core)]
+    status, apis = rc.api_request(info, "GET", "/apis")
+    assert status == 200, apis
+    for group in apis["groups"]:
+        path = "/apis/" + group["preferredVersion"]["groupVersion"]
+        status, body = rc.api_request(info, "GET", path)
+        if status == 200:
+            groups.append((path, body))
+    for path, body in groups:
+        for resource in body.get("resources") or []:
+            if "/" not in resource["name"] and "list" in (resource.get("verbs") or []) \
+                    and resource["kind"] not in SELF_MANAGED:
+                found.append((path, resource["name"], resource["kind"]))
+    return found
+
+
+def top_level_objects(info, resources):
+    """(kind, namespace, name) -> uid of every object no other object owns: what a test creates
+    itself (a Job's Workload and Pods are owned by it and go with it)."""
+    objects = {}
+    for path, plural, kind in resources:
+        status, body = rc.api_request(info, "GET", "%s/%s" % (path, plural), timeout=30.0)
+        if status != 200:
+            continue
+        for obj in body.get("items") or []:
+            metadata = obj["metadata"]
+            if metadata.get("ownerReferences") or (kind, metadata["name"]) in PER_NAMESPACE:
+                continue
+            objects[(kind, metadata.get("namespace"), metadata["name"])] = metadata.get("uid")
+    return objects
+
+
+def leftovers(info, resources, before, timeout=30.0):
+    """The top-level objects a test left behind on a shared control plane, once what it deleted
+    has had ``timeout`` seconds to go (namespace finalization, garbage collection); ``before`` is
+    :func:`top_level_objects` at the test's start. An object replaced by one of the same name (a
+    new uid) counts as left behind too."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = top_level_objects(info, resources)
+        left = sorted(key for key, uid in now.items() if before.get(key) != uid)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(1.0)

@@ -44,6 +44,12 @@ def _apply(info, path, obj):
                content_type="application/apply-patch+yaml")
 
 
+def _delete(info, path):
+    """Delete one object and, in the background, what it owns (a Job's Workload and Pods)."""
+    status, body = rc.api_request(info, "DELETE", path, {"propagationPolicy": "Background"})
+    assert status in (200, 202, 404), (path, status, body)
+
+
 @pytest.fixture(scope="module")
 def team(rehearsal):
     """Namespace team-a, a ResourceFlavor, a ClusterQueue and a LocalQueue, through the webhooks."""
@@ -151,51 +157,59 @@ def test_a_kwok_node_turns_ready_and_a_pod_on_it_runs(rehearsal, node):
 
 
 def test_a_queued_job_is_suspended_admitted_and_its_pod_scheduled(rehearsal, team, node):
-    _wait_for("node Ready", lambda: _ready(_get(rehearsal, f"/api/v1/nodes/{node}")))
-    job = _ok(rehearsal, "POST", "/apis/batch/v1/namespaces/team-a/jobs", {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
-        "spec": {"suspend": False, "parallelism": 2, "completions": 2, "template": {"spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "c", "image": "rehearsal.invalid/none", "resources": {"requests": {"cpu": "1"}}}]}}}})
-    # Kueue's job webhook (mjob.kb.io) suspends a queued Job on creation.
-    assert job["spec"]["suspend"] is True
-    workloads = _wait_for("Workload admitted", lambda: [
-        w for w in (_get(rehearsal, f"{KUEUE}/namespaces/team-a/workloads") or {}).get("items", [])
-        if _ready(w, "Admitted")])
-    assert workloads[0]["status"]["admission"]["clusterQueue"] == "team-a"
-    _wait_for("Job unsuspended", lambda: not _get(rehearsal, "/apis/batch/v1/namespaces/team-a/jobs/train")["spec"]["suspend"])
+    try:
+        _wait_for("node Ready", lambda: _ready(_get(rehearsal, f"/api/v1/nodes/{node}")))
+        job = _ok(rehearsal, "POST", "/apis/batch/v1/namespaces/team-a/jobs", {
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
+            "spec": {"suspend": False, "parallelism": 2, "completions": 2, "template": {"spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "rehearsal.invalid/none", "resources": {"requests": {"cpu": "1"}}}]}}}})
+        # Kueue's job webhook (mjob.kb.io) suspends a queued Job on creation.
+        assert job["spec"]["suspend"] is True
+        workloads = _wait_for("Workload admitted", lambda: [
+            w for w in (_get(rehearsal, f"{KUEUE}/namespaces/team-a/workloads") or {}).get("items", [])
+            if _ready(w, "Admitted")])
+        assert workloads[0]["status"]["admission"]["clusterQueue"] == "team-a"
+        _wait_for("Job unsuspended", lambda: not _get(rehearsal, "/apis/batch/v1/namespaces/team-a/jobs/train")["spec"]["suspend"])
 
-    def running_job_pods():
-        items = (_get(rehearsal, "/api/v1/namespaces/team-a/pods?labelSelector=job-name%3Dtrain") or {}).get("items", [])
-        running = [p for p in items if p["status"].get("phase") == "Running"]
-        return running if len(running) == 2 else None
+        def running_job_pods():
+            items = (_get(rehearsal, "/api/v1/namespaces/team-a/pods?labelSelector=job-name%3Dtrain") or {}).get("items", [])
+            running = [p for p in items if p["status"].get("phase") == "Running"]
+            return running if len(running) == 2 else None
 
-    pods = _wait_for("two Job pods Running", running_job_pods)
-    assert {p["spec"]["nodeName"] for p in pods} == {node}
-    usage = _wait_for("ClusterQueue usage", lambda: [
-        r for f in (_get(rehearsal, f"{KUEUE}/clusterqueues/team-a") or {}).get("status", {}).get("flavorsUsage", [])
-        for r in f["resources"] if r["name"] == "cpu" and r["total"] == "2"])
-    assert usage
+        pods = _wait_for("two Job pods Running", running_job_pods)
+        assert {p["spec"]["nodeName"] for p in pods} == {node}
+        usage = _wait_for("ClusterQueue usage", lambda: [
+            r for f in (_get(rehearsal, f"{KUEUE}/clusterqueues/team-a") or {}).get("status", {}).get("flavorsUsage", [])
+            for r in f["resources"] if r["name"] == "cpu" and r["total"] == "2"])
+        assert usage
+    finally:
+        # the Job's Workload and Pods go with it (the shared control plane's leak check)
+        _delete(rehearsal, "/apis/batch/v1/namespaces/team-a/jobs/train")
 
 
 def test_a_team_user_certificate_is_held_to_rbac(rehearsal, team):
-    _apply(rehearsal, "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings/team-a-view", {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "team-a-view", "namespace": "team-a"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team-a-users"}]})
-    path = rc.user_kubeconfig(rehearsal["dir"], "alice", ["team-a-users"])
-    assert os.path.exists(path)
-    cert = rc.user_cert_files(rehearsal["dir"], "alice")
-    status, _body = rc.api_request(rehearsal, "GET", "/api/v1/namespaces/team-a/pods", cert=cert)
-    assert status == 200
-    status, obj = rc.api_request(rehearsal, "GET", "/api/v1/namespaces/kube-system/secrets", cert=cert)
-    assert status == 403 and 'User "alice" cannot list resource "secrets"' in obj["message"], obj
-    status, obj = rc.api_request(rehearsal, "POST", f"{KUEUE}/clusterqueues", {
-        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "alice"}, "spec": {}}, cert=cert)
-    assert status == 403, obj
-    with pytest.raises(rc.RehearsalError):
-        rc.user_kubeconfig(rehearsal["dir"], "mallory", ["system:masters"])
+    binding = "/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings/team-a-view"
+    try:
+        _apply(rehearsal, binding, {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "team-a-view", "namespace": "team-a"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "team-a-users"}]})
+        path = rc.user_kubeconfig(rehearsal["dir"], "alice", ["team-a-users"])
+        assert os.path.exists(path)
+        cert = rc.user_cert_files(rehearsal["dir"], "alice")
+        status, _body = rc.api_request(rehearsal, "GET", "/api/v1/namespaces/team-a/pods", cert=cert)
+        assert status == 200
+        status, obj = rc.api_request(rehearsal, "GET", "/api/v1/namespaces/kube-system/secrets", cert=cert)
+        assert status == 403 and 'User "alice" cannot list resource "secrets"' in obj["message"], obj
+        status, obj = rc.api_request(rehearsal, "POST", f"{KUEUE}/clusterqueues", {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "alice"}, "spec": {}}, cert=cert)
+        assert status == 403, obj
+        with pytest.raises(rc.RehearsalError):
+            rc.user_kubeconfig(rehearsal["dir"], "mallory", ["system:masters"])
+    finally:
+        _delete(rehearsal, binding)
 
 
 def test_a_second_rehearsal_reuses_the_binaries_runs_alongside_and_stops_clean(rehearsal, tmp_path):

@@ -164,9 +164,25 @@ def _refused(answer, needle):
     return message
 
 
+#: What the running test created, deleted after it (the control plane is shared; the session's
+#: leak check, conftest.py, fails a test that leaves anything behind).
+_MADE = []
+
+
+@pytest.fixture(autouse=True)
+def delete_what_the_test_made(cluster):
+    yield
+    while _MADE:
+        obj = _MADE.pop()
+        path = "%s/%s" % (_path(obj), obj["metadata"]["name"])
+        status, body = _request(cluster["info"], "DELETE", path, {"propagationPolicy": "Background"})
+        assert status in (200, 202, 404), (path, status, body)
+
+
 def _created(answer):
     status, body = answer
     assert status == 201, (status, body.get("message") if isinstance(body, dict) else body)
+    _MADE.append(body)
     return body
 
 

@@ -24,7 +24,8 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import
 import test_isolation_admission
 from rehearsal_env import collection_path
 from pods import pod
-from test_isolation_admission import _create, _refused, _request, _workload
+from test_isolation_admission import _create, _created, _refused, _request, _workload
+from test_isolation_admission import delete_what_the_test_made  # noqa: F401  pylint: disable=unused-import
 
 # The isolation tests' control plane, the worked day's plan applied (conftest.isolation_cluster):
 # started once for both modules, which conftest's scheduler keeps on one xdist worker.
@@ -102,8 +103,7 @@ def test_the_certificate_lives_as_long_as_was_asked(issued, cluster):
 def test_a_job_in_the_own_namespace_and_queue_is_admitted_to_the_queue(issued, cluster):
     info = cluster["info"]
     job = _workload("Job", "first-job", "training", pod("training", templates=["gpu-rtx-pro-6000"]), labels=QUEUE_LABELS)
-    status, body = _create(info, job, cert=issued["cert"])
-    assert status == 201, body
+    body = _created(_create(info, job, cert=issued["cert"]))
     assert body["spec"]["suspend"] is True  # Kueue's webhook holds it until the queue admits it
     assert _request(info, "GET", "/apis/kueue.x-k8s.io/v1beta2/namespaces/training/localqueues/training",
                     cert=issued["cert"])[0] == 200
