@@ -39,8 +39,14 @@ GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 # The DRA driver's kubelet plugin runs where both DRA_PLUGIN_LABEL (set on every GPU node of a
 # dra plan) and GPU_CLIENT_LABEL (set by the operator) are "true"; the operator's driver manager
 # flips DRA_PLUGIN_LABEL to evict the plugin on driver upgrades (roles/dra_driver/README.md).
-GPU_CLIENT_LABEL = "nvidia.com/gpu.deploy.client"
+GPU_DEPLOY_LABEL_PREFIX = "nvidia.com/gpu.deploy."
+GPU_CLIENT_LABEL = GPU_DEPLOY_LABEL_PREFIX + "client"
 DRA_PLUGIN_LABEL = "nvidia.com/dra-kubelet-plugin"
+# While it reloads the driver, k8s-driver-manager (v0.12.0, cmd/driver-manager/main.go,
+# maybeSetPaused) turns each operand's deploy label "true" into this value, and any other
+# value v into v + "_" + this value, then puts them back; NODE_LABEL_FOR_GPU_POD_EVICTION
+# (DRA_PLUGIN_LABEL here) is one of them.
+DRIVER_UPGRADE_PAUSED = "paused-for-driver-upgrade"
 
 # The extended resources the device plugin advertises: a whole (or time-sliced) GPU, and one
 # MIG profile each (nvidia.com/mig-1g.10gb) under the mixed strategy.

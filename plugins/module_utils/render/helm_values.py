@@ -25,7 +25,8 @@ from ansible_collections.gpushare.cluster.plugins.module_utils._common import ow
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import PlanContractError
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner import contract, sharing
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
-    DEVICE_PLUGIN_CONFIG_LABEL, DRA_DRIVER, DRA_PLUGIN_LABEL, GPU_CLIENT_LABEL, GPU_RESOURCE, KUEUE_CONFIG_API,
+    DEVICE_PLUGIN_CONFIG_LABEL, DRA_DRIVER, DRA_PLUGIN_LABEL, DRIVER_UPGRADE_PAUSED, GPU_CLIENT_LABEL,
+    GPU_DEPLOY_LABEL_PREFIX, GPU_RESOURCE, KUEUE_CONFIG_API,
     MIG_CONFIG_LABEL, MIG_RESOURCE_PREFIX, NVIDIA_RESOURCE_PREFIX, PART_OF_LABEL, RESOURCE_GROUP, SHARED_SUFFIX)
 
 # Object kinds of the plan, by the role that applies them.
@@ -189,7 +190,7 @@ def relabel_steps(plan: Mapping[str, Any], current: Mapping[str, Mapping[str, st
     steps = []
     for host, labels in wanted.items():
         now = {str(k): str(v) for k, v in (current.get(host) or {}).items()}
-        changes = {k: v for k, v in labels.items() if now.get(k) != v}
+        changes = {k: v for k, v in labels.items() if now.get(k) != v and not _paused_by_driver_manager(k, v, now.get(k))}
         if not changes:
             continue
         mig_change = MIG_CONFIG_LABEL in changes
@@ -197,6 +198,15 @@ def relabel_steps(plan: Mapping[str, Any], current: Mapping[str, Mapping[str, st
         steps.append({"node": host, "labels": changes, "mig_change": mig_change, "drain": disruptive,
                       "mig_config": labels.get(MIG_CONFIG_LABEL)})
     return steps
+
+
+def _paused_by_driver_manager(key: str, wanted: str, now: Optional[str]) -> bool:
+    """A label the driver manager pauses (the operands' nvidia.com/gpu.deploy.* and the eviction
+    label, DRA_PLUGIN_LABEL) holds its pause of the wanted value: a driver reload is under way and
+    the driver manager puts the value back afterwards. The operator's own state, not a drift."""
+    if now is None or not (key == DRA_PLUGIN_LABEL or key.startswith(GPU_DEPLOY_LABEL_PREFIX)):
+        return False
+    return now == (DRIVER_UPGRADE_PAUSED if wanted == "true" else wanted + "_" + DRIVER_UPGRADE_PAUSED)
 
 
 def node_back_problems(plan: Mapping[str, Any], node: str, nodes: Optional[List[Mapping[str, Any]]],

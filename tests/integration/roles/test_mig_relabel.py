@@ -15,7 +15,7 @@ Manager log, later nodes are not touched); a PodDisruptionBudget keeps refusing 
 eviction (retried until gpu_operator_drain_timeout, then the run stops naming the pods
 still there, the node stays cordoned and unlabelled); a GPU pod no controller manages
 (refused at once unless gpu_operator_drain_force); check mode changes nothing and waits for
-nothing. The k8s_drain stand-in applies the
+nothing; the driver manager's pause of the DRA plugin's label is not relabelled. The k8s_drain stand-in applies the
 real module's pod filters and messages (kubernetes.core 6.2.0). What it does not prove:
 how a real API server, kubelet, PodDisruptionBudget controller or MIG Manager behave."""
 
@@ -266,3 +266,19 @@ def test_a_node_back_without_its_planned_gpus_stops_the_run(tmp_path):
 def test_a_failed_mig_change_names_the_nodes_left_untouched(tmp_path):
     result, _state = run_relabel(tmp_path, "failed")
     assert "The run stopped at a100; nodes not relabelled yet, left untouched: l40s." in " ".join(result.stdout.split())
+
+
+def test_the_driver_managers_pause_of_the_dra_plugin_label_survives_a_relabel(tmp_path):
+    """During a driver reload k8s-driver-manager (v0.12.0) sets the eviction label, the DRA kubelet
+    plugin's nvidia.com/dra-kubelet-plugin, to paused-for-driver-upgrade and puts "true" back after;
+    a relabel in between must not set it back to true mid-rollout (it would restart the plugin)."""
+    def paused(start):
+        start["nodes"] = {"gpu1": {"labels": {"nvidia.com/mig.config": "gpushare-gpu1",
+                                              "nvidia.com/dra-kubelet-plugin": "paused-for-driver-upgrade"},
+                                   "allocatable": {}}}
+        start["pods"] = []
+    plan = yaml.safe_load((FIXTURES / "plan_example.yml").read_text())
+    result, state = run_relabel(tmp_path, "success", change=paused, extra_vars={"gpushare_plan": plan})
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert [c["module"] for c in state["calls"]] == ["k8s_info"]  # the read of the nodes, nothing else
+    assert state["nodes"]["gpu1"]["labels"]["nvidia.com/dra-kubelet-plugin"] == "paused-for-driver-upgrade"

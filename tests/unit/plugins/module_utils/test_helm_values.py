@@ -206,6 +206,21 @@ def test_relabel_without_a_gpu_change_needs_no_drain(dra_plan):
                       "drain": False, "mig_config": "gpushare-gpu1"}]
 
 
+def test_the_driver_managers_pause_is_not_a_drift_to_correct(dra_plan):
+    """k8s-driver-manager v0.12.0 (maybeSetPaused) turns "true" into paused-for-driver-upgrade and v
+    into v_paused-for-driver-upgrade during a driver reload, then back: the relabel leaves that alone."""
+    paused = {"gpu1": {"nvidia.com/mig.config": "gpushare-gpu1", "nvidia.com/dra-kubelet-plugin": "paused-for-driver-upgrade"}}
+    assert hv.relabel_steps(dra_plan, paused) == []
+    # a value that is not the pause of the wanted one is still corrected
+    for other in ("false", "paused", "true_paused-for-driver-upgrade", ""):
+        current = {"gpu1": {"nvidia.com/mig.config": "gpushare-gpu1", "nvidia.com/dra-kubelet-plugin": other}}
+        assert hv.relabel_steps(dra_plan, current)[0]["labels"] == {"nvidia.com/dra-kubelet-plugin": "true"}, other
+    # the pause of a label the driver manager does not manage is a drift like any other
+    mig_paused = {"gpu1": {"nvidia.com/mig.config": "gpushare-gpu1_paused-for-driver-upgrade",
+                           "nvidia.com/dra-kubelet-plugin": "true"}}
+    assert hv.relabel_steps(dra_plan, mig_paused)[0]["labels"] == {"nvidia.com/mig.config": "gpushare-gpu1"}
+
+
 def test_gpu_pods_are_those_holding_gpus():
     pods = [
         {"metadata": {"name": "vllm", "namespace": "production"},
