@@ -124,8 +124,8 @@ def leaves_shared_control_planes_as_found(request):
     paths = {kind: (path, plural) for path, plural, kind in resources}
     for kind, namespace, name in left:
         path, plural = paths[kind]
-        rc.api_request(info, "DELETE", "%s%s/%s/%s" % (path, "/namespaces/%s" % namespace if namespace else "",
-                                                      plural, name))
+        scope = "/namespaces/%s" % namespace if namespace else ""
+        rc.api_request(info, "DELETE", "%s%s/%s/%s" % (path, scope, plural, name))
     pytest.fail("%s left on the shared control plane (%s): %s; deleted now" % (
         request.node.nodeid, shared[0], ", ".join("%s %s" % (kind, "/".join(filter(None, (namespace, name))))
                                                   for kind, namespace, name in left)), pytrace=False)

@@ -121,6 +121,8 @@ def steps(calls):
                                         ",".join(sorted(call["definition"]["metadata"]["labels"]))))
         elif module == "k8s_log":
             out.append(f"log {call['name']}")
+        elif module == "k8s_exec":
+            out.append(f"read config {call['pod']}")
     return out
 
 
@@ -130,7 +132,9 @@ def test_nodes_are_relabelled_one_at_a_time_in_order(tmp_path):
     assert state["calls"][0]["module"] == "k8s_info" and state["calls"][0]["kind"] == "Node"
     assert steps(state["calls"]) == [
         "cordon a100", "list pods a100", "mark data/trainer", "evict a100", "pods left a100",
-        "label a100 nvidia.com/mig.config", "wait a100", "wait a100", "uncordon a100",
+        "find mig-manager a100",
+        "read config nvidia-mig-manager-abcde", "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state",
+        "wait a100", "wait a100", "uncordon a100",
         "cordon l40s", "list pods l40s", "mark data-notebooks/notebook", "evict l40s", "pods left l40s",
         "label l40s nvidia.com/device-plugin.config", "wait l40s", "uncordon l40s",
     ]
@@ -149,7 +153,9 @@ def test_a_failed_mig_change_stops_with_the_node_state_and_log(tmp_path):
     assert result.returncode != 0
     assert steps(state["calls"]) == [
         "cordon a100", "list pods a100", "mark data/trainer", "evict a100", "pods left a100",
-        "label a100 nvidia.com/mig.config", "wait a100", "find mig-manager a100", "log nvidia-mig-manager-abcde",
+        "find mig-manager a100", "read config nvidia-mig-manager-abcde",
+        "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state", "wait a100",
+        "find mig-manager a100", "log nvidia-mig-manager-abcde",
     ]
     assert state["nodes"]["a100"]["unschedulable"] is True  # left cordoned for the operator to look at
     assert "unschedulable" not in state["nodes"]["l40s"]  # the next node was never touched
@@ -210,7 +216,7 @@ def test_check_mode_changes_nothing_and_waits_for_nothing(tmp_path):
     assert {c["module"] for c in state["calls"]} == {"k8s_info", "k8s"}
     assert all(c.get("check_mode") for c in state["calls"] if c["module"] == "k8s")
     assert steps(state["calls"]) == [
-        "list pods a100", "mark data/trainer", "label a100 nvidia.com/mig.config",
+        "list pods a100", "mark data/trainer", "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state",
         "list pods l40s", "mark data-notebooks/notebook", "label l40s nvidia.com/device-plugin.config",
     ]
 
@@ -241,7 +247,8 @@ def test_a_node_that_does_not_come_back_stops_the_run_and_leaves_the_rest_untouc
     assert result.returncode != 0
     assert steps(state["calls"]) == [
         "cordon a100", "list pods a100", "mark data/trainer", "evict a100", "pods left a100",
-        "label a100 nvidia.com/mig.config", "wait a100", "wait a100", "wait a100"]  # one retry
+        "find mig-manager a100", "read config nvidia-mig-manager-abcde",
+        "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state", "wait a100", "wait a100", "wait a100"]  # one retry
     assert state["nodes"]["a100"]["unschedulable"] is True  # left cordoned
     assert "unschedulable" not in state["nodes"]["l40s"] and state["nodes"]["l40s"]["labels"] == {}
     message = " ".join(result.stdout.split())
@@ -282,3 +289,50 @@ def test_the_driver_managers_pause_of_the_dra_plugin_label_survives_a_relabel(tm
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert [c["module"] for c in state["calls"]] == ["k8s_info"]  # the read of the nodes, nothing else
     assert state["nodes"]["gpu1"]["labels"]["nvidia.com/dra-kubelet-plugin"] == "paused-for-driver-upgrade"
+
+
+def test_the_success_of_the_previous_layout_is_not_taken_for_the_new_one(tmp_path):
+    """The node shows nvidia.com/mig.config.state=success from its previous layout; MIG Manager
+    answers the new label only after a while, with failed. The state is removed with the label
+    change, so the wait sees no success until the manager's own answer, and the run stops."""
+    def slow_manager(start):
+        start["nodes"]["a100"]["labels"]["nvidia.com/mig.config.state"] = "success"
+        start["mig_delay"] = {"a100": 2}
+
+    result, state = run_relabel(tmp_path, "failed", slow_manager, {"gpu_operator_mig_wait_timeout": 20})
+    assert result.returncode != 0, result.stdout[-3000:]
+    assert "nvidia.com/mig.config.state is 'failed'" in result.stdout
+    assert steps(state["calls"])[:10] == [
+        "cordon a100", "list pods a100", "mark data/trainer", "evict a100", "pods left a100",
+        "find mig-manager a100", "read config nvidia-mig-manager-abcde",
+        "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state", "wait a100", "wait a100"]
+    assert state["nodes"]["a100"]["unschedulable"] is True
+    assert "unschedulable" not in state["nodes"]["l40s"]
+
+
+def test_the_label_waits_until_mig_manager_sees_the_new_config_in_its_file(tmp_path):
+    """The ConfigMap reaches the MIG Manager pod's file after the kubelet's sync: the node is
+    labelled only once the new config is in the file; if it never comes, the run stops before the
+    label, the node cordoned and its labels unchanged."""
+    def late_mount(start):
+        start["mounted_mig_configs"] = {"a100": ["all-disabled"]}
+        start["mig_mount_lag"] = {"a100": 2}
+
+    result, state = run_relabel(tmp_path, "success", late_mount)
+    assert result.returncode == 0, result.stdout[-3000:]
+    sequence = steps(state["calls"])
+    assert sequence[5:9] == ["find mig-manager a100", "read config nvidia-mig-manager-abcde",
+                             "read config nvidia-mig-manager-abcde",
+                             "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state"]
+
+    def never(start):
+        start["mounted_mig_configs"] = {"a100": ["all-disabled"]}
+
+    result, state = run_relabel(tmp_path, "success", never, {"gpu_operator_mig_config_sync_timeout": 5})
+    assert result.returncode != 0
+    message = " ".join(result.stdout.split())
+    assert "MIG configuration 'gpushare-a100' is not in /mig-parted-config/config.yaml of MIG Manager pod " \
+           "nvidia-mig-manager-abcde on node a100 after gpu_operator_mig_config_sync_timeout=5 s" in message
+    assert "The run stopped at a100; nodes not relabelled yet, left untouched: l40s." in message
+    assert state["nodes"]["a100"]["labels"]["nvidia.com/mig.config"] == "all-disabled"
+    assert state["nodes"]["a100"]["unschedulable"] is True
