@@ -12,6 +12,7 @@ Ansible imports, so the add-on roles and the tests share one implementation. Err
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from typing import Any, Dict, List, Mapping, Optional
 
 try:
@@ -218,8 +219,9 @@ def node_back_problems(plan: Mapping[str, Any], node: str, nodes: Optional[List[
     Back means: Ready, and its GPUs advertised again as the plan has them - under ``device_plugin``
     every resource of the node's GPUs in ``status.allocatable`` with the plan's count; under ``dra``
     gpu.nvidia.com ResourceSlices of the node with one ``gpu`` device per GPU with MIG off and one
-    ``mig`` device per MIG instance (the driver's ``type`` attribute, dra-driver-nvidia-gpu v0.4.1,
-    as docs/rehearsal.md describes what it publishes).
+    ``mig`` device per MIG instance, of the instance's profile (the driver's ``type`` and
+    ``profile`` attributes, dra-driver-nvidia-gpu v0.4.1, as docs/rehearsal.md describes what it
+    publishes).
     """
     host = next((h for h, entry in (contract.check_plan(plan).get("nodes") or {}).items()
                  if entry.get("node_name", h) == node), None)
@@ -233,20 +235,36 @@ def node_back_problems(plan: Mapping[str, Any], node: str, nodes: Optional[List[
         return problems
     wanted = {"gpu": sum(1 for gpu in gpus if not gpu.get("mig_enabled")),
               "mig": sum(len(gpu.get("instances") or []) for gpu in gpus if gpu.get("mig_enabled"))}
+    wanted_profiles = Counter(str(instance.get("profile")) for gpu in gpus if gpu.get("mig_enabled")
+                              for instance in gpu.get("instances") or [])
     published = {"gpu": 0, "mig": 0}
+    published_profiles: Counter = Counter()
     for item in slices:
         spec = item.get("spec") or {}
         if spec.get("nodeName") != node or spec.get("driver") != DRA_DRIVER:
             continue
         for device in spec.get("devices") or []:
-            kind = ((device.get("attributes") or {}).get("type") or {}).get("string")
+            attributes = device.get("attributes") or {}
+            kind = (attributes.get("type") or {}).get("string")
             if kind in published:
                 published[kind] += 1
+            if kind == "mig":
+                published_profiles[str((attributes.get("profile") or {}).get("string"))] += 1
     for kind, count in wanted.items():
         if published[kind] != count:
             problems.append(f"node {node} publishes {published[kind]} {kind} device(s) (gpu.nvidia.com "
                             f"ResourceSlices), the plan has {count}")
+    # The same number of MIG devices can still be another layout (a previous one, or a config MIG
+    # Manager applied from a stale file): the driver publishes each MIG device's GPU-instance
+    # profile as attribute `profile` (dra-driver-nvidia-gpu v0.4.1, mig.go CommonAttributesMig).
+    if published["mig"] == wanted["mig"] and published_profiles != wanted_profiles:
+        problems.append(f"node {node} publishes MIG devices {_profile_counts(published_profiles)} "
+                        f"(gpu.nvidia.com ResourceSlices), the plan has {_profile_counts(wanted_profiles)}")
     return problems
+
+
+def _profile_counts(counts: Counter) -> str:
+    return ", ".join(f"{profile} x{count}" for profile, count in sorted(counts.items()))
 
 
 def _node_problems(backend: str, node: str, gpus: List[Mapping[str, Any]], nodes: List[Mapping[str, Any]]) -> List[str]:

@@ -55,10 +55,10 @@ def apply(tmp: Path, roles, cluster_state: dict, extra_vars: dict | None = None)
 
 def published_devices(plan):
     """What the DRA driver publishes per node once the plan's layout is in place: one ``gpu``
-    device per GPU with MIG off, one ``mig`` device per MIG instance."""
+    device per GPU with MIG off, one ``mig`` device of its profile per MIG instance."""
     return {node.get("node_name", host): {
         "gpu": sum(1 for gpu in node["gpus"] if not gpu.get("mig_enabled")),
-        "mig": sum(len(gpu.get("instances") or []) for gpu in node["gpus"] if gpu.get("mig_enabled"))}
+        "mig": [instance["profile"] for gpu in node["gpus"] if gpu.get("mig_enabled") for instance in gpu["instances"]]}
         for host, node in plan["nodes"].items()}
 
 

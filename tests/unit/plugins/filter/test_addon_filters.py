@@ -95,17 +95,24 @@ def test_node_back_problems_device_plugin_counts_every_resource():
 
 
 def _slice(node, types):
-    return {"spec": {"nodeName": node, "driver": "gpu.nvidia.com",
-                     "devices": [{"attributes": {"type": {"string": kind}}} for kind in types]}}
+    """``types``: "gpu", or the profile of a mig device."""
+    return {"spec": {"nodeName": node, "driver": "gpu.nvidia.com", "devices": [
+        {"attributes": {"type": {"string": "gpu"}}} if kind == "gpu"
+        else {"attributes": {"type": {"string": "mig"}, "profile": {"string": kind}}} for kind in types]}}
 
 
-def test_node_back_problems_dra_counts_published_devices():
-    plan = _plan("plan_example.yml")  # gpu1: three GPUs with MIG off, one with three MIG instances
-    published = [_slice("gpu1", ["gpu", "gpu", "gpu"]), _slice("gpu1", ["mig", "mig", "mig"]),
+def test_node_back_problems_dra_counts_published_devices_and_their_profiles():
+    plan = _plan("plan_example.yml")  # gpu1: three GPUs with MIG off, one with 1g.24gb x2 and 2g.48gb
+    published = [_slice("gpu1", ["gpu", "gpu", "gpu"]), _slice("gpu1", ["1g.24gb", "2g.48gb", "1g.24gb"]),
                  _slice("other", ["gpu"])]
     assert FILTERS["node_back_problems"](plan, "gpu1", None, published) == []
     assert FILTERS["node_back_problems"](plan, "gpu1", None, published[:1]) == [
         "node gpu1 publishes 0 mig device(s) (gpu.nvidia.com ResourceSlices), the plan has 3"]
+    # three MIG devices still, but of the previous layout
+    previous = published[:1] + [_slice("gpu1", ["1g.24gb", "1g.24gb", "1g.24gb"])]
+    assert FILTERS["node_back_problems"](plan, "gpu1", None, previous) == [
+        "node gpu1 publishes MIG devices 1g.24gb x3 (gpu.nvidia.com ResourceSlices), "
+        "the plan has 1g.24gb x2, 2g.48gb x1"]
     # Without slices only the Node is checked.
     assert FILTERS["node_back_problems"](plan, "gpu1", [_node("gpu1")]) == []
 

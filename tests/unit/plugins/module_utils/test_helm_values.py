@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from pathlib import Path
 
 import pytest
 import yaml
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import world
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values as hv
 from ansible_collections.gpushare.cluster.plugins.module_utils.sources.mirrors import chart_location
 
@@ -354,18 +356,28 @@ def test_a_device_plugin_node_is_back_when_ready_with_the_planned_resources(dp_p
 
 
 def test_a_dra_node_is_back_when_its_slices_hold_every_planned_gpu_and_mig_device(dra_plan):
+    # What the driver publishes for the plan's layout, as the rehearsal models it from the driver's source.
     host, node = next(iter(dra_plan["nodes"].items()))
-    gpus = node["gpus"]
-    whole = sum(1 for gpu in gpus if not gpu["mig_enabled"])
-    mig = sum(len(gpu["instances"]) for gpu in gpus if gpu["mig_enabled"])
-    devices = [{"name": "gpu-%d" % n, "attributes": {"type": {"string": "gpu"}}} for n in range(whole)]
-    devices += [{"name": "mig-%d" % n, "attributes": {"type": {"string": "mig"}}} for n in range(mig)]
-    published = {"spec": {"driver": "gpu.nvidia.com", "nodeName": host, "devices": devices}}
+    published, _ = world.resource_slice(host, node["gpus"])
+    devices = published["spec"]["devices"]
+    whole = [d for d in devices if d["attributes"]["type"]["string"] == "gpu"]
+    mig = [d for d in devices if d["attributes"]["type"]["string"] == "mig"]
+    assert whole and mig
     assert hv.node_back_problems(dra_plan, host, None, [published]) == []
     # the Node part alone: no allocatable is asked of a dra node
     assert hv.node_back_problems(dra_plan, host, [_node(host)], None) == []
-    before_mig_manager = {"spec": {"driver": "gpu.nvidia.com", "nodeName": host, "devices": devices[:whole]}}
+    before_mig_manager = {"spec": {"driver": "gpu.nvidia.com", "nodeName": host, "devices": whole}}
     assert hv.node_back_problems(dra_plan, host, None, [before_mig_manager]) == [
-        "node %s publishes 0 mig device(s) (gpu.nvidia.com ResourceSlices), the plan has %d" % (host, mig)]
+        "node %s publishes 0 mig device(s) (gpu.nvidia.com ResourceSlices), the plan has %d" % (host, len(mig))]
     other_driver = {"spec": {"driver": "example.com", "nodeName": host, "devices": devices}}
     assert len(hv.node_back_problems(dra_plan, host, None, [other_driver])) == 2
+    # as many MIG devices as planned, but every one of the first one's profile: another layout
+    stale = copy.deepcopy(published)
+    first = mig[0]["attributes"]["profile"]["string"]
+    for device in stale["spec"]["devices"]:
+        if device["attributes"]["type"]["string"] == "mig":
+            device["attributes"]["profile"]["string"] = first
+    problems = hv.node_back_problems(dra_plan, host, None, [stale])
+    assert problems == ["node %s publishes MIG devices %s x%d (gpu.nvidia.com ResourceSlices), the plan has %s" % (
+        host, first, len(mig), ", ".join("%s x%d" % (p, n) for p, n in sorted(Counter(
+            d["attributes"]["profile"]["string"] for d in mig).items())))]
