@@ -358,7 +358,7 @@ def test_a_device_plugin_node_is_back_when_ready_with_the_planned_resources(dp_p
 def test_a_dra_node_is_back_when_its_slices_hold_every_planned_gpu_and_mig_device(dra_plan):
     # What the driver publishes for the plan's layout, as the rehearsal models it from the driver's source.
     host, node = next(iter(dra_plan["nodes"].items()))
-    published, _ = world.resource_slice(host, node["gpus"])
+    published = world.resource_slice(host, node["gpus"])[0]
     devices = published["spec"]["devices"]
     whole = [d for d in devices if d["attributes"]["type"]["string"] == "gpu"]
     mig = [d for d in devices if d["attributes"]["type"]["string"] == "mig"]
