@@ -18,6 +18,9 @@ GPUSHARE_GROUP = "gpushare.io"
 DESCRIPTION_ANNOTATION = "gpushare.io/description"
 # The gpu_operator role's relabel marks the GPU pods it evicts with this label (roles/gpu_operator).
 EVICT_FOR_RELABEL_LABEL = "gpushare.io/evict-for-relabel"
+# ... and annotates a node it has relabelled until the node is back and uncordoned, so a later run
+# finishes a node an earlier run left cordoned (a MIG layout that failed, a node that did not come back).
+RELABEL_UNFINISHED_ANNOTATION = "gpushare.io/relabel-unfinished"
 
 # Kubernetes' recommended labels the collection sets or selects on (the third, managed-by, is
 # ownership.MANAGED_BY_LABEL).

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 try:
     import yaml
@@ -28,7 +28,8 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planner import co
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
     DEVICE_PLUGIN_CONFIG_LABEL, DRA_DRIVER, DRA_PLUGIN_LABEL, DRIVER_UPGRADE_PAUSED, GPU_CLIENT_LABEL,
     GPU_DEPLOY_LABEL_PREFIX, GPU_RESOURCE, KUEUE_CONFIG_API,
-    MIG_CONFIG_LABEL, MIG_RESOURCE_PREFIX, NVIDIA_RESOURCE_PREFIX, PART_OF_LABEL, RESOURCE_GROUP, SHARED_SUFFIX)
+    MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_RESOURCE_PREFIX, NVIDIA_RESOURCE_PREFIX, PART_OF_LABEL, RESOURCE_GROUP,
+    SHARED_SUFFIX)
 
 # Object kinds of the plan, by the role that applies them.
 KINDS_BY_ROLE: Dict[str, tuple] = {
@@ -175,7 +176,8 @@ def node_labels(plan: Mapping[str, Any]) -> Dict[str, Dict[str, str]]:
     return result
 
 
-def relabel_steps(plan: Mapping[str, Any], current: Mapping[str, Mapping[str, str]]) -> List[Dict[str, Any]]:
+def relabel_steps(plan: Mapping[str, Any], current: Mapping[str, Mapping[str, str]],
+                  unfinished: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     """Nodes whose labels differ from the plan, in a stable order, one entry per node.
 
     ``current`` maps node name -> its labels now. A node the plan knows but the cluster
@@ -183,6 +185,11 @@ def relabel_steps(plan: Mapping[str, Any], current: Mapping[str, Mapping[str, st
     whether the MIG configuration changes (then MIG Manager must report success before the
     node is uncordoned) and whether the node needs a drain at all (only label changes that
     repartition or re-advertise GPUs disrupt pods).
+
+    ``unfinished`` names the nodes an earlier run relabelled but did not bring back (they carry
+    RELABEL_UNFINISHED_ANNOTATION, and stay cordoned). Such a node with its labels already right is
+    a step too, to finish (``resume``): when its MIG state is not ``success`` MIG Manager must apply
+    the layout again (``restart_mig_manager``), then the node is waited for and uncordoned.
     """
     wanted = {plan["nodes"][host].get("node_name", host): labels for host, labels in node_labels(plan).items()}
     missing = sorted(host for host in wanted if host not in current)
@@ -192,12 +199,15 @@ def relabel_steps(plan: Mapping[str, Any], current: Mapping[str, Mapping[str, st
     for host, labels in wanted.items():
         now = {str(k): str(v) for k, v in (current.get(host) or {}).items()}
         changes = {k: v for k, v in labels.items() if now.get(k) != v and not _paused_by_driver_manager(k, v, now.get(k))}
-        if not changes:
+        resume = host in (unfinished or ()) and not changes
+        if not changes and not resume:
             continue
         mig_change = MIG_CONFIG_LABEL in changes
-        disruptive = mig_change or DEVICE_PLUGIN_CONFIG_LABEL in changes
+        disruptive = mig_change or DEVICE_PLUGIN_CONFIG_LABEL in changes or resume
         steps.append({"node": host, "labels": changes, "mig_change": mig_change, "drain": disruptive,
-                      "mig_config": labels.get(MIG_CONFIG_LABEL)})
+                      "mig_config": labels.get(MIG_CONFIG_LABEL), "resume": resume,
+                      "restart_mig_manager": resume and MIG_CONFIG_LABEL in labels
+                      and now.get(MIG_CONFIG_STATE_LABEL) != "success"})
     return steps
 
 

@@ -15,7 +15,8 @@ Manager log, later nodes are not touched); a PodDisruptionBudget keeps refusing 
 eviction (retried until gpu_operator_drain_timeout, then the run stops naming the pods
 still there, the node stays cordoned and unlabelled); a GPU pod no controller manages
 (refused at once unless gpu_operator_drain_force); check mode changes nothing and waits for
-nothing; the driver manager's pause of the DRA plugin's label is not relabelled. The k8s_drain stand-in applies the
+nothing; the driver manager's pause of the DRA plugin's label is not relabelled; a re-run finishes
+a node an earlier run left cordoned on a failed layout (MIG Manager's pod restarted). The k8s_drain stand-in applies the
 real module's pod filters and messages (kubernetes.core 6.2.0). What it does not prove:
 how a real API server, kubelet, PodDisruptionBudget controller or MIG Manager behave."""
 
@@ -29,7 +30,8 @@ from pathlib import Path
 
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import EVICT_FOR_RELABEL_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
+    EVICT_FOR_RELABEL_LABEL, RELABEL_UNFINISHED_ANNOTATION)
 
 from .k8s_render import collections_dir, run_on_fake_cluster
 
@@ -38,6 +40,7 @@ FAKE = FIXTURES / "fake_kubernetes"
 
 
 EVICT_LABEL = EVICT_FOR_RELABEL_LABEL
+UNFINISHED = RELABEL_UNFINISHED_ANNOTATION
 
 
 def pod(name, namespace, node, resources=None, owner=None, labels=None, volumes=None):
@@ -117,8 +120,13 @@ def steps(calls):
             assert meta["labels"] == {EVICT_LABEL: "true"}, meta
             out.append(f"mark {meta['namespace']}/{meta['name']}")
         elif module == "k8s" and call.get("state") == "patched":
-            out.append("label %s %s" % (call["definition"]["metadata"]["name"],
-                                        ",".join(sorted(call["definition"]["metadata"]["labels"]))))
+            meta = call["definition"]["metadata"]
+            unfinished = (meta.get("annotations") or {}).get(UNFINISHED, "")
+            if "labels" in meta:
+                out.append("label %s %s%s" % (meta["name"], ",".join(sorted(meta["labels"])),
+                                              " +unfinished" if unfinished else ""))
+            elif unfinished is None:
+                out.append(f"finished {meta['name']}")
         elif module == "k8s_log":
             out.append(f"log {call['name']}")
         elif module == "k8s_exec":
@@ -133,10 +141,10 @@ def test_nodes_are_relabelled_one_at_a_time_in_order(tmp_path):
     assert steps(state["calls"]) == [
         "cordon a100", "list pods a100", "mark data/trainer", "evict a100", "pods left a100",
         "find mig-manager a100",
-        "read config nvidia-mig-manager-abcde", "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state",
-        "wait a100", "wait a100", "uncordon a100",
+        "read config nvidia-mig-manager-abcde", "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state +unfinished",
+        "wait a100", "wait a100", "uncordon a100", "finished a100",
         "cordon l40s", "list pods l40s", "mark data-notebooks/notebook", "evict l40s", "pods left l40s",
-        "label l40s nvidia.com/device-plugin.config", "wait l40s", "uncordon l40s",
+        "label l40s nvidia.com/device-plugin.config +unfinished", "wait l40s", "uncordon l40s", "finished l40s",
     ]
     # evicted, never deleted: the Eviction API is what honours PodDisruptionBudgets
     assert state["evicted"] == ["data/trainer", "data-notebooks/notebook"]
@@ -154,7 +162,7 @@ def test_a_failed_mig_change_stops_with_the_node_state_and_log(tmp_path):
     assert steps(state["calls"]) == [
         "cordon a100", "list pods a100", "mark data/trainer", "evict a100", "pods left a100",
         "find mig-manager a100", "read config nvidia-mig-manager-abcde",
-        "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state", "wait a100",
+        "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state +unfinished", "wait a100",
         "find mig-manager a100", "log nvidia-mig-manager-abcde",
     ]
     assert state["nodes"]["a100"]["unschedulable"] is True  # left cordoned for the operator to look at
@@ -216,8 +224,8 @@ def test_check_mode_changes_nothing_and_waits_for_nothing(tmp_path):
     assert {c["module"] for c in state["calls"]} == {"k8s_info", "k8s"}
     assert all(c.get("check_mode") for c in state["calls"] if c["module"] == "k8s")
     assert steps(state["calls"]) == [
-        "list pods a100", "mark data/trainer", "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state",
-        "list pods l40s", "mark data-notebooks/notebook", "label l40s nvidia.com/device-plugin.config",
+        "list pods a100", "mark data/trainer", "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state +unfinished",
+        "list pods l40s", "mark data-notebooks/notebook", "label l40s nvidia.com/device-plugin.config +unfinished",
     ]
 
 
@@ -248,7 +256,7 @@ def test_a_node_that_does_not_come_back_stops_the_run_and_leaves_the_rest_untouc
     assert steps(state["calls"]) == [
         "cordon a100", "list pods a100", "mark data/trainer", "evict a100", "pods left a100",
         "find mig-manager a100", "read config nvidia-mig-manager-abcde",
-        "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state", "wait a100", "wait a100", "wait a100"]  # one retry
+        "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state +unfinished", "wait a100", "wait a100", "wait a100"]  # one retry
     assert state["nodes"]["a100"]["unschedulable"] is True  # left cordoned
     assert "unschedulable" not in state["nodes"]["l40s"] and state["nodes"]["l40s"]["labels"] == {}
     message = " ".join(result.stdout.split())
@@ -305,7 +313,7 @@ def test_the_success_of_the_previous_layout_is_not_taken_for_the_new_one(tmp_pat
     assert steps(state["calls"])[:10] == [
         "cordon a100", "list pods a100", "mark data/trainer", "evict a100", "pods left a100",
         "find mig-manager a100", "read config nvidia-mig-manager-abcde",
-        "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state", "wait a100", "wait a100"]
+        "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state +unfinished", "wait a100", "wait a100"]
     assert state["nodes"]["a100"]["unschedulable"] is True
     assert "unschedulable" not in state["nodes"]["l40s"]
 
@@ -323,7 +331,7 @@ def test_the_label_waits_until_mig_manager_sees_the_new_config_in_its_file(tmp_p
     sequence = steps(state["calls"])
     assert sequence[5:9] == ["find mig-manager a100", "read config nvidia-mig-manager-abcde",
                              "read config nvidia-mig-manager-abcde",
-                             "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state"]
+                             "label a100 nvidia.com/mig.config,nvidia.com/mig.config.state +unfinished"]
 
     def never(start):
         start["mounted_mig_configs"] = {"a100": ["all-disabled"]}
@@ -336,3 +344,48 @@ def test_the_label_waits_until_mig_manager_sees_the_new_config_in_its_file(tmp_p
     assert "The run stopped at a100; nodes not relabelled yet, left untouched: l40s." in message
     assert state["nodes"]["a100"]["labels"]["nvidia.com/mig.config"] == "all-disabled"
     assert state["nodes"]["a100"]["unschedulable"] is True
+
+
+def test_a_rerun_finishes_the_node_an_earlier_run_left_cordoned_on_a_failed_layout(tmp_path):
+    """The first run stops at a100 (MIG Manager reports failed) with the node labelled, cordoned and
+    annotated; the cause fixed, the second run finds a100's labels right and still finishes it:
+    MIG Manager's pod is restarted to apply the label again, the node waited for and uncordoned,
+    and the next node relabelled."""
+    first, state = run_relabel(tmp_path, "failed")
+    assert first.returncode != 0
+    assert state["nodes"]["a100"]["unschedulable"] is True
+    assert state["nodes"]["a100"]["annotations"] == {UNFINISHED: "true"}
+    assert state["nodes"]["a100"]["labels"]["nvidia.com/mig.config"] == "gpushare-a100"
+
+    state.update(calls=[], mig_result={"a100": "success"})
+    state_file = tmp_path / "cluster.json"
+    state_file.write_text(json.dumps(state))
+    second, state = run_on_fake_cluster(tmp_path, tmp_path / "relabel.yml", state_file)
+    assert second.returncode == 0, second.stdout[-3000:]
+    assert steps(state["calls"]) == [
+        "cordon a100", "list pods a100", "label a100 nvidia.com/mig.config.state",
+        "find mig-manager a100", "delete gpu-operator/nvidia-mig-manager-abcde", "wait a100", "wait a100",
+        "uncordon a100", "finished a100",
+        "cordon l40s", "list pods l40s", "mark data-notebooks/notebook", "evict l40s", "pods left l40s",
+        "label l40s nvidia.com/device-plugin.config +unfinished", "wait l40s", "uncordon l40s", "finished l40s",
+    ]
+    assert state["mig_manager_restarts"] == ["a100"]
+    assert state["nodes"]["a100"]["labels"]["nvidia.com/mig.config.state"] == "success"
+    assert not state["nodes"]["a100"]["unschedulable"] and state["nodes"]["a100"]["annotations"] == {}
+    assert not state["nodes"]["l40s"]["unschedulable"] and state["nodes"]["l40s"]["annotations"] == {}
+
+
+def test_a_rerun_of_a_layout_that_fails_again_stops_there_again(tmp_path):
+    first, state = run_relabel(tmp_path, "failed")
+    assert first.returncode != 0
+    state["calls"] = []
+    state_file = tmp_path / "cluster.json"
+    state_file.write_text(json.dumps(state))
+    second, state = run_on_fake_cluster(tmp_path, tmp_path / "relabel.yml", state_file)
+    assert second.returncode != 0
+    assert state["nodes"]["a100"]["unschedulable"] is True
+    assert state["nodes"]["a100"]["annotations"] == {UNFINISHED: "true"}  # still to finish
+    assert "unschedulable" not in state["nodes"]["l40s"]
+    message = " ".join(second.stdout.split())
+    assert "nvidia.com/mig.config.state is 'failed'" in message
+    assert "left untouched: l40s." in message

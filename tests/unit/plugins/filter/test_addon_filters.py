@@ -55,7 +55,7 @@ def test_relabel_steps_name_only_nodes_that_change():
                "l40s": {"nvidia.com/device-plugin.config": "old"}}
     assert FILTERS["relabel_steps"](plan, current) == [
         {"node": "l40s", "labels": {"nvidia.com/device-plugin.config": "gpushare-ts-4"}, "mig_change": False,
-         "drain": True, "mig_config": None}]
+         "drain": True, "mig_config": None, "resume": False, "restart_mig_manager": False}]
     with pytest.raises(AnsibleFilterError, match="nodes l40s: in the plan but not in the cluster"):
         FILTERS["relabel_steps"](plan, {"a100": {}})
 

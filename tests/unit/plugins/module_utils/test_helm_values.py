@@ -195,7 +195,7 @@ def test_relabel_steps_only_for_nodes_that_change(dp_plan):
                "l40s": {"nvidia.com/device-plugin.config": "gpushare-ts-4"}}
     steps = hv.relabel_steps(dp_plan, current)
     assert steps == [{"node": "a100", "labels": {"nvidia.com/mig.config": "gpushare-a100"}, "mig_change": True,
-                      "drain": True, "mig_config": "gpushare-a100"}]
+                      "drain": True, "mig_config": "gpushare-a100", "resume": False, "restart_mig_manager": False}]
     current["a100"]["nvidia.com/mig.config"] = "gpushare-a100"
     assert hv.relabel_steps(dp_plan, current) == []
     with pytest.raises(ValueError, match="nodes l40s: in the plan but not in the cluster"):
@@ -205,7 +205,26 @@ def test_relabel_steps_only_for_nodes_that_change(dp_plan):
 def test_relabel_without_a_gpu_change_needs_no_drain(dra_plan):
     steps = hv.relabel_steps(dra_plan, {"gpu1": {"nvidia.com/mig.config": "gpushare-gpu1"}})
     assert steps == [{"node": "gpu1", "labels": {"nvidia.com/dra-kubelet-plugin": "true"}, "mig_change": False,
-                      "drain": False, "mig_config": "gpushare-gpu1"}]
+                      "drain": False, "mig_config": "gpushare-gpu1", "resume": False, "restart_mig_manager": False}]
+
+
+def test_a_node_an_earlier_run_left_unfinished_is_finished_by_the_next(dp_plan):
+    right = {"a100": {"nvidia.com/mig.config": "gpushare-a100", "nvidia.com/mig.config.state": "failed"},
+             "l40s": {"nvidia.com/device-plugin.config": "gpushare-ts-4"}}
+    assert hv.relabel_steps(dp_plan, right) == []  # not annotated: nothing to finish
+    steps = hv.relabel_steps(dp_plan, right, ["a100"])
+    assert steps == [{"node": "a100", "labels": {}, "mig_change": False, "drain": True, "mig_config": "gpushare-a100",
+                      "resume": True, "restart_mig_manager": True}]
+    # MIG Manager did apply it (the node did not come back in time): wait and uncordon only
+    right["a100"]["nvidia.com/mig.config.state"] = "success"
+    assert hv.relabel_steps(dp_plan, right, ["a100"])[0]["restart_mig_manager"] is False
+    # a node without a MIG config: finished without MIG Manager
+    assert hv.relabel_steps(dp_plan, right, ["l40s"]) == [
+        {"node": "l40s", "labels": {}, "mig_change": False, "drain": True, "mig_config": None,
+         "resume": True, "restart_mig_manager": False}]
+    # the plan changed again meanwhile: an ordinary step with the new labels
+    right["a100"]["nvidia.com/mig.config"] = "all-disabled"
+    assert hv.relabel_steps(dp_plan, right, ["a100"])[0]["mig_change"] is True
 
 
 def test_the_driver_managers_pause_is_not_a_drift_to_correct(dra_plan):
