@@ -22,6 +22,10 @@ def k8s_upgrade_needed(current, target):
     return k8s_topology.check_upgrade_step(current, target)
 
 
+def k8s_running_version_problems(running, target, target_channel=""):
+    return k8s_topology.running_version_problems(running, target, target_channel)
+
+
 def k8s_package_repo(version, family, mirror=None):
     return k8s_topology.package_repo(version, family, mirror or None)
 
@@ -30,4 +34,5 @@ class FilterModule:
     """gpushare.cluster Kubernetes version filters."""
 
     def filters(self):
-        return {func.__name__: _wrap(func) for func in (k8s_minor, k8s_supported_minor, k8s_upgrade_needed, k8s_package_repo)}
+        funcs = (k8s_minor, k8s_supported_minor, k8s_upgrade_needed, k8s_running_version_problems, k8s_package_repo)
+        return {func.__name__: _wrap(func) for func in funcs}

@@ -78,6 +78,48 @@ def check_upgrade_step(current: object, target: object, field: str = "gpushare_k
     return True
 
 
+
+def running_version_problems(
+    running: Mapping[str, Mapping[str, object]],
+    target: object,
+    target_channel: str = "",
+    field: str = "gpushare_kubernetes_version",
+) -> List[str]:
+    """One line per node whose installed Kubernetes an install run would change.
+
+    ``running`` maps each node to what it runs: ``{}`` when Kubernetes is not installed yet,
+    else ``{"version": "v1.35.4"}`` and, for a snap, ``{"channel": "1.35/stable"}`` ("-" for a
+    side-loaded snap, which tracks no channel). Only upgrade.yml may move a running node to
+    another minor (drained, one node at a time: the version-skew policy does not support an
+    in-place minor kubelet upgrade) and a snap to another channel; a downgrade is never
+    supported. Nodes not installed yet and nodes already on the target are fine.
+    """
+    problems: List[str] = []
+    target_minor = parse_version(target, field)[:2]
+    for host in sorted(running):
+        node = running[host] or {}
+        if not node.get("version"):
+            continue
+        version = str(node["version"])
+        minor = parse_version(version, f"{host}: running Kubernetes version")[:2]
+        channel = str(node.get("channel") or "-")
+        if minor > target_minor:
+            problems.append(
+                f"{host} runs Kubernetes {version}, newer than {field} {target}: Kubernetes cannot be "
+                f"downgraded; set {field} to {minor[0]}.{minor[1]}"
+            )
+        elif minor < target_minor:
+            problems.append(
+                f"{host} runs Kubernetes {version}; {field} {target} would change it in place, without a drain: "
+                "only playbooks/upgrade.yml moves a running node to another minor"
+            )
+        elif target_channel and channel not in ("-", target_channel):
+            problems.append(
+                f"{host} tracks the snap channel {channel}, not {target_channel}: a refresh here would restart it "
+                "without a drain; only playbooks/upgrade.yml changes the channel of a running node"
+            )
+    return problems
+
 def check_cidrs(pod_cidr: str, service_cidr: str, node_cidrs: Iterable[str] = ()) -> List[str]:
     """Return the errors of the cluster networks (empty list when fine).
 

@@ -18,6 +18,7 @@ def test_all_filters_exposed():
         "k8s_join_order", "k8s_upgrade_order", "k8s_reset_order", "k8s_feature_gates", "k8s_extra_args",
         "k8s_package_repo", "microk8s_merge_args", "microk8s_merge_env", "microk8s_enable_cdi",
         "k8s_backend_apiserver_args", "k8s_authentication", "k8s_cert_expiry", "team_login",
+        "k8s_running_version_problems",
     }
 
 

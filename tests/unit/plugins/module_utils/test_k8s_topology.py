@@ -36,6 +36,35 @@ def test_upgrade_one_minor_at_a_time():
         t.check_upgrade_step("1.36.0", "1.35")
 
 
+
+def test_running_version_problems_name_each_node_that_an_install_run_would_change():
+    running = {
+        "new": {},                                                   # not installed: the install run installs it
+        "same": {"version": "v1.35.4", "channel": "1.35/stable"},   # on the target: nothing to change
+        "older": {"version": "v1.34.4", "channel": "1.34/stable"},  # an in-place minor upgrade, no drain
+        "newer": {"version": "v1.36.3", "channel": "1.36/stable"},  # a downgrade
+        "risk": {"version": "v1.35.5", "channel": "1.35/candidate"},  # same minor, another channel
+        "loaded": {"version": "v1.35.2", "channel": "-"},            # side-loaded: tracks no channel
+    }
+    problems = t.running_version_problems(running, "1.35", "1.35/stable")
+    assert [line.split()[0] for line in problems] == ["newer", "older", "risk"]
+    newer, older, risk = problems
+    assert "v1.36.3" in newer and "cannot be downgraded" in newer and "set gpushare_kubernetes_version to 1.36" in newer
+    assert "v1.34.4" in older and "playbooks/upgrade.yml" in older and "without a drain" in older
+    assert "1.35/candidate" in risk and "1.35/stable" in risk and "playbooks/upgrade.yml" in risk
+
+
+def test_running_version_problems_without_a_channel_compare_minors_only():
+    # kubeadm: package patch releases within the minor are the repository's business.
+    running = {"cp1": {"version": "v1.35.1"}, "gpu1": {"version": "v1.35.4"}}
+    assert t.running_version_problems(running, "1.35.4") == []
+    assert [p.split()[0] for p in t.running_version_problems(running, "1.36")] == ["cp1", "gpu1"]
+
+
+def test_running_version_problems_name_an_unreadable_running_version():
+    with pytest.raises(t.TopologyError, match="gpu1: running Kubernetes version"):
+        t.running_version_problems({"gpu1": {"version": "latest"}}, "1.35")
+
 def test_cidrs_fine():
     assert t.check_cidrs("10.244.0.0/16", "10.96.0.0/12", ["192.168.1.0/24"]) == []
 
