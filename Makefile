@@ -16,9 +16,10 @@ VERSION := $(shell sed -n 's/^version: *//p' galaxy.yml)
 # System packages the tests need (Debian/Ubuntu names) and the commands proving they are there:
 # podman, runc, debootstrap for Molecule images; promtool for rules; chromium for the report;
 # shellcheck for sanity; dpkg-dev and gpg for the local apt mirror; skopeo and
-# docker-registry for the mirror sync tests; qemu for the real-kernel VM (molecule/vm).
-SYSTEM_PACKAGES := podman runc debootstrap prometheus chromium fonts-dejavu-core shellcheck dpkg-dev gpg skopeo docker-registry qemu-system-x86 qemu-utils
-SYSTEM_COMMANDS := podman runc debootstrap promtool chromium shellcheck dpkg-scanpackages gpg skopeo docker-registry qemu-system-x86_64 qemu-img
+# docker-registry for the mirror sync tests; qemu for the real-kernel VM (molecule/vm); iptables
+# and nftables for the reset's packet filter cleanup (run in a network namespace of its own).
+SYSTEM_PACKAGES := podman runc debootstrap prometheus chromium fonts-dejavu-core shellcheck dpkg-dev gpg skopeo docker-registry qemu-system-x86 qemu-utils iptables nftables
+SYSTEM_COMMANDS := podman runc debootstrap promtool chromium shellcheck dpkg-scanpackages gpg skopeo docker-registry qemu-system-x86_64 qemu-img iptables-restore nft
 
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)

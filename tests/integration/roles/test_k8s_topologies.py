@@ -256,3 +256,31 @@ def test_microk8s_reset_reads_each_node_name_from_published_facts(tmp_path):
                             env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stdout[-4000:]
     assert "TASK [gpushare.cluster.microk8s : Remove the node from the cluster]" in result.stdout
+    # Removing the snap leaves the kubelet's, kube-proxy's and Calico's packet filtering rules; the
+    # reset removes them too (the module itself runs for real in test_reset_network_rules.py).
+    assert "TASK [gpushare.cluster.microk8s : Remove the packet filtering rules Kubernetes left]" in result.stdout
+
+
+def test_kubeadm_reset_removes_the_network_rules_kubeadm_reset_leaves(tmp_path):
+    """kubeadm reset leaves the packet filtering rules; the reset entry point removes them after it,
+    on each node in the reset order. Check mode: nothing on this machine changes."""
+    if Path("/etc/kubernetes/kubelet.conf").exists():
+        pytest.skip("kubeadm has set up this machine: the reset entry point is not run here")
+    playbook = tmp_path / "reset.yml"
+    playbook.write_text(yaml.safe_dump([{"name": "Reset", "hosts": "all", "gather_facts": False, "tasks": [
+        {"name": "Reset", "ansible.builtin.include_role": {"name": "gpushare.cluster.kubeadm", "tasks_from": "reset"}}]}]))
+    groups = {"control_plane": {"hosts": {"cp1": {}}}, "workers": {"hosts": {"gpu1": {}}}}
+    inventory = tmp_path / "inventory.yml"
+    inventory.write_text(yaml.safe_dump({"all": {"children": groups, "vars": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "kubeadm_config_dir": str(tmp_path / "config")}}}))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_dir(), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "--check", "-i", str(inventory), str(playbook)],
+                            env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-4000:]
+    steps = [line for line in result.stdout.splitlines() if line.startswith("TASK [gpushare.cluster.kubeadm : ")]
+    reset = [i for i, line in enumerate(steps) if "Reset kubeadm's state on the node" in line]
+    rules = [i for i, line in enumerate(steps) if "Remove the packet filtering rules Kubernetes left" in line]
+    # Workers first, then the control plane; on each node the rules go after kubeadm reset.
+    assert len(reset) == len(rules) == 2 and all(r < f for r, f in zip(reset, rules)), steps
