@@ -63,7 +63,7 @@ def without_kubernetes_chains(save_text: str, prefixes: Sequence[str] = KUBERNET
         if line.startswith("*"):
             table = line[1:].strip()
         elif line.startswith(":"):
-            chain, _, policy = line[1:].partition(" ")
+            chain, _space, policy = line[1:].partition(" ")
             # Built-in chains have a policy; user chains show "-".
             if policy.startswith("-") and _owned(chain, prefixes):
                 removed_chains.append(f"{table}/{chain}")

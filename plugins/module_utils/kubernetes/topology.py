@@ -78,7 +78,6 @@ def check_upgrade_step(current: object, target: object, field: str = "gpushare_k
     return True
 
 
-
 def running_version_problems(
     running: Mapping[str, Mapping[str, object]],
     target: object,
@@ -119,6 +118,7 @@ def running_version_problems(
                 "without a drain; only playbooks/upgrade.yml changes the channel of a running node"
             )
     return problems
+
 
 def check_cidrs(pod_cidr: str, service_cidr: str, node_cidrs: Iterable[str] = ()) -> List[str]:
     """Return the errors of the cluster networks (empty list when fine).

@@ -100,8 +100,9 @@ def test_kubeadm_version_bump_outside_upgrade_is_refused_before_the_repository_c
     nodes = {"cp1": ("control_plane", {"fake_kubelet_version": "v1.35.4", "ansible_host": "192.0.2.11"}),
              "gpu1": ("workers", {"fake_kubelet_version": "v1.36.3", "ansible_host": "192.0.2.21"}),
              "gpu2": ("workers", {"ansible_host": "192.0.2.22"})}
-    result = _run(tmp_path, "kubeadm", nodes, {"gpushare_kubernetes_version": "1.35", "kubeadm_packages_enabled": False,
-                                                "kubeadm_cluster_enabled": False, "kubeadm_config_dir": str(tmp_path / "cfg")})
+    settings = {"gpushare_kubernetes_version": "1.35", "kubeadm_packages_enabled": False, "kubeadm_cluster_enabled": False,
+                "kubeadm_config_dir": str(tmp_path / "cfg")}
+    result = _run(tmp_path, "kubeadm", nodes, settings)
     assert result.returncode != 0, result.stdout[-4000:]
     message = " ".join(result.stdout.split())
     assert "gpu1 runs Kubernetes v1.36.3, newer than gpushare_kubernetes_version 1.35" in message

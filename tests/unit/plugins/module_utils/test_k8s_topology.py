@@ -36,7 +36,6 @@ def test_upgrade_one_minor_at_a_time():
         t.check_upgrade_step("1.36.0", "1.35")
 
 
-
 def test_running_version_problems_name_each_node_that_an_install_run_would_change():
     running = {
         "new": {},                                                   # not installed: the install run installs it
@@ -64,6 +63,7 @@ def test_running_version_problems_without_a_channel_compare_minors_only():
 def test_running_version_problems_name_an_unreadable_running_version():
     with pytest.raises(t.TopologyError, match="gpu1: running Kubernetes version"):
         t.running_version_problems({"gpu1": {"version": "latest"}}, "1.35")
+
 
 def test_cidrs_fine():
     assert t.check_cidrs("10.244.0.0/16", "10.96.0.0/12", ["192.168.1.0/24"]) == []
