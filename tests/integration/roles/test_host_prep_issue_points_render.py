@@ -7,6 +7,8 @@ real kernel.
 
 from __future__ import annotations
 
+import json
+
 import shutil
 import subprocess
 from pathlib import Path
@@ -185,15 +187,43 @@ def test_a_node_of_a_running_cluster_is_drained_before_and_uncordoned_after():
     renderer = vm(gpushare_kubernetes_distribution="kubeadm", group_names=["control_plane"],
                   groups={"control_plane": ["cp1", "node1"], "workers": []}, host_prep_node_role="control_plane")
     renderer.variables["inventory_hostname"] = "node1"
-    probe = {"__host_prep_node_probe": {"rc": 0, "stdout": "node/node1"}, "__host_prep_drain": {"changed": True, "rc": 0}}
+    probe = {"__host_prep_node_probe": {"rc": 0, "stdout": json.dumps(_node("2026-12-06T10:00:00Z"))},
+             "__host_prep_drain": {"changed": True, "rc": 0}}
     tasks = renderer.tasks("reboot_node.yml", probe)
     names = [t["name"] for t in tasks]
     assert names == ["Find this host's node on a running cluster", "Drain the node before the reboot",
-                     "Reboot a control plane (one at a time)", "Wait until the node is Ready again",
+                     "Reboot a control plane (one at a time)",
+                     "Read the node until it is Ready with a heartbeat newer than before the reboot",
+                     "Stop here, the node is not back",  # the block's rescue
                      "Make the node schedulable again"]
     drain = by_name(tasks, "Drain the node before the reboot")["args"]["argv"]
     assert drain[:3] == ["kubectl", "--kubeconfig", "/etc/kubernetes/admin.conf"]
     assert drain[3:6] == ["drain", "node1", "--ignore-daemonsets"]
+
+
+def _node(heartbeat, ready="True"):
+    return {"kind": "Node", "metadata": {"name": "node1"}, "status": {"conditions": [
+        {"type": "MemoryPressure", "status": "False", "lastHeartbeatTime": "2026-12-06T12:00:00Z"},
+        {"type": "Ready", "status": ready, "lastHeartbeatTime": heartbeat}]}}
+
+
+def test_the_node_is_back_only_with_a_ready_heartbeat_newer_than_before_the_reboot():
+    """Ready=True alone passes at once after a quick reboot (the old kubelet's condition stays until
+    the node lifecycle controller's 50 s grace period runs out)."""
+    renderer = vm(gpushare_kubernetes_distribution="kubeadm", groups={"control_plane": ["cp1"], "workers": ["node1"]})
+    block = next(t for t in raw_tasks("reboot_node.yml") if t["name"] == "Wait until the node is Ready again")
+    wait = block["block"][0]
+    before = {"rc": 0, "stdout": json.dumps(_node("2026-12-06T10:00:00Z"))}
+
+    def back(after):
+        registered = {"__host_prep_node_probe": before, "__host_prep_node_after": after}
+        return all(renderer.holds(condition, **wait["vars"], **registered) for condition in wait["until"])
+
+    assert not back({"rc": 0, "stdout": json.dumps(_node("2026-12-06T10:00:00Z"))})  # the old kubelet's Ready
+    assert not back({"rc": 0, "stdout": json.dumps(_node("2026-12-06T10:03:10Z", ready="Unknown"))})
+    assert not back({"rc": 1, "stdout": ""})  # the API server not answering yet
+    assert back({"rc": 0, "stdout": json.dumps(_node("2026-12-06T10:03:10Z"))})
+    assert "stays cordoned" in block["rescue"][0]["ansible.builtin.fail"]["msg"]
 
 
 def test_no_cluster_means_no_drain():
@@ -304,7 +334,8 @@ def test_every_delegated_reboot_step_names_a_host_without_a_control_plane_group(
     # single worker. Each delegated task must name a host even when no control plane exists.
     renderer = vm(groups={"workers": ["node1"]})
     renderer.variables["inventory_hostname"] = "node1"
-    delegated = [t for t in raw_tasks("reboot_node.yml") if "delegate_to" in t]
+    tasks = raw_tasks("reboot_node.yml")
+    delegated = [t for t in tasks + [step for t in tasks for step in t.get("block", [])] if "delegate_to" in t]
     assert len(delegated) == 4
     for task in delegated:
         assert renderer.render(task["delegate_to"]) == "node1", task["name"]
