@@ -86,6 +86,15 @@ def test_due_certificates_are_renewed_and_every_static_pod_restarted(host):
     assert sum("kubectl" in line and "/readyz" in line for line in log) == 2  # after etcd and the API server
 
 
+def test_kube_vip_is_restarted_too_so_it_drops_the_old_admin_certificate(host):
+    (host["manifests"] / "kube-vip.yaml").write_text("# kube-vip\n")
+    result = run(host)
+    assert result.returncode == 0, result.stdout[-3000:]
+    seen = [line for line in calls(host) if line.startswith("crictl kube-vip ")]
+    assert len(seen) == 2 and "kube-vip.yaml" not in seen[0] and "kube-vip.yaml" in seen[1], seen
+    assert (host["manifests"] / "kube-vip.yaml").exists()
+
+
 def test_nothing_due_renews_nothing(host):
     result = run(host, "-e", "gpushare_certificates_threshold_days=1")
     assert result.returncode == 0, result.stdout[-3000:]
