@@ -26,7 +26,8 @@ from rehearsal_env import GO_DIR, KUEUE_CONFIGURATION, cache_root, leftovers, li
 
 #: Modules whose tests share one session-scoped control plane: one xdist work unit.
 SHARED_CONTROL_PLANE = {"test_isolation_admission.py": "isolation_cluster", "test_team_access.py": "isolation_cluster",
-                        "test_control_plane.py": "rehearsal", "test_node_back.py": "rehearsal"}
+                        "test_control_plane.py": "rehearsal", "test_node_back.py": "rehearsal",
+                        "test_chart_crds.py": "rehearsal"}
 #: Session fixtures whose control plane several modules' tests share: a test must leave it as it
 #: found it (``leaves_shared_control_planes_as_found``).
 SHARED_FIXTURES = ("rehearsal", "isolation_cluster")

@@ -25,6 +25,31 @@ from addon_checks import inventory_plan
 from .k8s_render import collections_dir
 
 FAKE = Path(__file__).resolve().parents[2] / "fixtures" / "addons" / "fake_kubernetes"
+# The helm stand-in for `helm show crds` (kubernetes.core.helm has its own stand-in in FAKE).
+FAKE_HELM_BIN = Path(__file__).resolve().parents[2] / "fixtures" / "addons" / "bin"
+# The CRDs each chart ships in its crds/ directories at the pinned version (the names only; the
+# rehearsal test test_chart_crds.py applies the real upstream files to a real API server).
+CHART_CRDS = {
+    "gpu-operator": ["clusterpolicies.nvidia.com", "nvidiadrivers.nvidia.com"],
+    "dra-driver-nvidia-gpu": ["computedomains.resource.nvidia.com", "computedomaincliques.resource.nvidia.com"],
+    "kube-prometheus-stack": ["servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"],
+}
+
+
+def chart_crds(directory: Path) -> Path:
+    """A $FAKE_HELM_CRDS tree: one minimal CRD file per name in CHART_CRDS, per chart."""
+    for chart, names in CHART_CRDS.items():
+        (directory / chart).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            plural, group = name.split(".", 1)
+            (directory / chart / f"{name}.yaml").write_text(yaml.safe_dump({
+                "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": name},
+                "spec": {"group": group, "scope": "Namespaced",
+                         "names": {"plural": plural, "kind": plural.capitalize()[:-1]},
+                         "versions": [{"name": "v1", "served": True, "storage": True,
+                                       "schema": {"openAPIV3Schema": {"type": "object"}}}]}}))
+    return directory
 ROLES = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")
 PASSWORD = "grafana-s3cret-for-the-test"
 
@@ -45,6 +70,7 @@ def apply(tmp: Path, roles, cluster_state: dict, extra_vars: dict | None = None)
         "roles": [f"gpushare.cluster.{role}" for role in roles],
     }]))
     env = dict(os.environ, GPUSHARE_FAKE_CLUSTER=str(state), ANSIBLE_NOCOLOR="1",
+               PATH=f"{FAKE_HELM_BIN}:{os.environ['PATH']}", FAKE_HELM_CRDS=str(chart_crds(tmp / "chart-crds")),
                ANSIBLE_COLLECTIONS_PATH=f"{FAKE}:{collections_dir()}",
                ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
                ANSIBLE_HOME=str(tmp / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp / "ansible-local"))
@@ -102,6 +128,41 @@ def test_apply_installs_every_chart_and_object_of_the_plan(tmp_path):
     first_label = next(i for i, c in enumerate(state["calls"]) if c.get("state") == "patched")
     policy_read = next(i for i, c in enumerate(state["calls"]) if c.get("kind") == "ClusterPolicy")
     assert policy_read < first_label
+
+
+def _crd_applies(state):
+    """(index in the calls, CRD names) of each server-side apply of CRDs."""
+    return [(i, [o["metadata"]["name"] for o in c["definition"]]) for i, c in enumerate(state["calls"])
+            if c["module"] == "k8s" and c.get("server_side_apply") and isinstance(c.get("definition"), list)]
+
+
+def test_each_chart_gets_its_crds_server_side_before_its_release(tmp_path):
+    result, state = apply(tmp_path, ROLES, fresh_cluster())
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+    applies = _crd_applies(state)
+    helm_calls = {c["name"]: i for i, c in enumerate(state["calls"]) if c["module"] == "helm"}
+    for release, chart in (("gpu-operator", "gpu-operator"), ("dra-driver-nvidia-gpu", "dra-driver-nvidia-gpu"),
+                           ("kube-prometheus-stack", "kube-prometheus-stack")):
+        index, names = next((i, n) for i, n in applies if n == sorted(CHART_CRDS[chart]))
+        assert index < helm_calls[release], (release, index, helm_calls[release])
+    # Kueue's chart keeps its CRDs in templates/, which Helm upgrades itself: nothing to apply first.
+    assert len(applies) == 3, applies
+    call = state["calls"][applies[0][0]]
+    assert call["server_side_apply"] == {"field_manager": "gpushare", "force_conflicts": True}
+    assert call["apply"] is True and call["wait_condition"] == {"type": "Established", "status": "True"}
+    assert {n for names in CHART_CRDS.values() for n in names} <= set(state["crds"])
+    calls = (tmp_path / "chart-crds" / "calls.log").read_text().splitlines()
+    assert "show crds gpu-operator --repo https://helm.ngc.nvidia.com/nvidia --version v26.7.0" in calls
+    assert "show crds oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu --version v0.4.1" in calls
+
+
+def test_apply_crds_false_leaves_the_crds_to_the_site(tmp_path):
+    result, state = apply(tmp_path, ("gpu_operator", "dra_driver"), fresh_cluster(),
+                          extra_vars={"gpu_operator_apply_crds": False, "dra_driver_apply_crds": False})
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+    assert not _crd_applies(state)
+    assert not (tmp_path / "chart-crds" / "calls.log").exists()
+    assert set(state["releases"]) == {"gpu-operator", "dra-driver-nvidia-gpu"}
 
 
 def test_monitoring_leaves_a_kueue_release_that_has_its_service_monitor_alone(tmp_path):

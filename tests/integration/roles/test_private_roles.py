@@ -36,7 +36,7 @@ def play(tmp: Path, tasks, cluster_state=None, args=()):
     return run_on_fake_cluster(tmp, playbook, state, args)
 
 
-@pytest.mark.parametrize("role,entry_points", [("kubernetes_steps", "helm_release, drain, node_back"), ("host_steps", "os_vars")])
+@pytest.mark.parametrize("role,entry_points", [("kubernetes_steps", "helm_release, helm_crds, drain, node_back"), ("host_steps", "os_vars")])
 def test_a_private_role_refuses_to_run_on_its_own(tmp_path, role, entry_points):
     result, _state = play(tmp_path, [{"name": "Use it directly",
                                       "ansible.builtin.include_role": {"name": f"gpushare.cluster.{role}"}}])
