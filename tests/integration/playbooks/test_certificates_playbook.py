@@ -37,8 +37,8 @@ case "$*" in
   "certs renew all") echo renewed ;;
   *) exit 3 ;;
 esac""",
-        # crictl ps --name ^<pod>$ --state running --quiet
-        "crictl": f"""pod=$(echo "$3" | tr -d '^$'); echo "crictl $pod $(ls {manifests} | tr '\\n' ' ')" >> {log}
+        # crictl ps --name ^<pod>$ (or ^(<pod>)$) --state running --quiet
+        "crictl": f"""pod=$(echo "$3" | tr -d '^$()'); echo "crictl $pod $(ls {manifests} | tr '\\n' ' ')" >> {log}
 [ -e {manifests}/$pod.yaml ] && echo 0123456789ab; exit 0""",
         "kubectl": f'echo "kubectl $*" >> {log}',
     }

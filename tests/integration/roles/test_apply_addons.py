@@ -50,6 +50,8 @@ def chart_crds(directory: Path) -> Path:
                          "versions": [{"name": "v1", "served": True, "storage": True,
                                        "schema": {"openAPIV3Schema": {"type": "object"}}}]}}))
     return directory
+
+
 ROLES = ("gpu_operator", "dra_driver", "kueue", "tenancy", "monitoring")
 PASSWORD = "grafana-s3cret-for-the-test"
 
