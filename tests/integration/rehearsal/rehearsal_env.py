@@ -10,7 +10,10 @@ control plane for the session in a temporary directory and stops it at the end.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -25,6 +28,17 @@ CACHE_ENV = "GPUSHARE_REHEARSAL_CACHE"
 def collection_path() -> Path:
     """The ansible_collections tree tests/conftest.py put on sys.path (it exports where)."""
     return Path(os.environ["GPUSHARE_COLLECTIONS_PATH"])
+
+
+def run_local_playbook(playbook: Path, variables: dict, tmp_path: Path, timeout: int = 300):
+    """ansible-playbook ``playbook`` on localhost with this collection and ``variables`` as extra
+    vars (JSON); returns the completed process."""
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collection_path()), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
+               ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"))
+    return subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "-e", json.dumps({"ansible_python_interpreter": sys.executable, **variables}), str(playbook)],
+                          env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 #: The frameworks the rehearsal's Kueue watches: the part of the kueue role's defaults

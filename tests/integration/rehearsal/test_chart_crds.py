@@ -12,19 +12,15 @@ crds`, a script that prints those files as helm prints a chart's crds/ directori
 from __future__ import annotations
 
 import copy
-import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 
-from rehearsal_env import collection_path, wait_until
+from rehearsal_env import run_local_playbook, wait_until
 
 HERE = Path(__file__).resolve().parent
 PLAYBOOK = HERE / "playbooks" / "helm_crds.yml"
@@ -53,17 +49,11 @@ def _established(info, name):
 
 def _run(tmp_path, info, crds_dir):
     variables = {"kubeconfig": info["kubeconfig"], "helm": str(HELM), "crds_dir": str(crds_dir),
-                 "ansible_python_interpreter": sys.executable,
                  "charts": [{"chart_ref": "oci://ghcr.io/prometheus-community/charts/kube-prometheus-stack",
                              "chart_version": "88.5.3"},
                             {"chart_ref": "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu",
                              "chart_version": "v0.4.1"}]}
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collection_path()), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-               ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"))
-    result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                             "-e", json.dumps(variables), str(PLAYBOOK)],
-                            env=env, capture_output=True, text=True, timeout=300, check=False)
+    result = run_local_playbook(PLAYBOOK, variables, tmp_path)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     return int(re.search(r"localhost\s*:.*changed=(\d+)", result.stdout).group(1))
 

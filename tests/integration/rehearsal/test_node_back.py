@@ -9,16 +9,12 @@ node lifecycle controller only marks it after its 50 s grace period) must not pa
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 
-from rehearsal_env import collection_path
+from rehearsal_env import run_local_playbook
 
 PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "node_back.yml"
 
@@ -57,14 +53,8 @@ def test_a_node_not_back_on_its_new_kubelet_stops_the_roll_cordoned_and_named(re
     try:
         variables = {
             "kubeconfig": info["kubeconfig"], "target_version": "1.36", "timeout": 5, "out_dir": str(tmp_path),
-            "ansible_python_interpreter": sys.executable,
             "nodes": [{"name": name, "before": read_before} for name in nodes]}
-        env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(collection_path()), ANSIBLE_NOCOLOR="1",
-                   ANSIBLE_LOCALHOST_WARNING="False", ANSIBLE_INVENTORY_UNPARSED_WARNING="False",
-                   ANSIBLE_HOME=str(tmp_path / "ansible-home"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"))
-        result = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                                 "-e", json.dumps(variables), str(PLAYBOOK)],
-                                env=env, capture_output=True, text=True, timeout=300, check=False)
+        result = run_local_playbook(PLAYBOOK, variables, tmp_path)
         assert result.returncode == 0, result.stdout[-4000:]
         outcome = {name: (tmp_path / name).read_text() for name in nodes}
         unschedulable = {name: rc.api_request(info, "GET", f"/api/v1/nodes/{name}")[1]["spec"].get("unschedulable", False)
