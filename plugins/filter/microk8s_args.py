@@ -24,8 +24,13 @@ def microk8s_enable_cdi(template, spec_dirs=None):
     return microk8s_args.enable_cdi(template)
 
 
+def microk8s_snap_list(text, name="microk8s"):
+    return microk8s_args.snap_list_entry(str(text or ""), str(name))
+
+
 class FilterModule:
     """gpushare.cluster MicroK8s file filters."""
 
     def filters(self):
-        return {func.__name__: _wrap(func) for func in (microk8s_merge_args, microk8s_merge_env, microk8s_enable_cdi)}
+        functions = (microk8s_merge_args, microk8s_merge_env, microk8s_enable_cdi, microk8s_snap_list)
+        return {func.__name__: _wrap(func) for func in functions}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 FEATURE_GATES = "feature-gates"
 _FLAG_RE = re.compile(r"^--(?P<name>[A-Za-z0-9][A-Za-z0-9_.-]*)(?:=(?P<value>.*))?$")
@@ -243,3 +243,22 @@ def enable_cdi(template: str, spec_dirs: Tuple[str, ...] = ("/etc/cdi", "/var/ru
     new_lines = lines[: header + 1] + wanted + body + lines[end:]
     result = "\n".join(new_lines)
     return result + "\n"
+
+
+def snap_list_entry(text: str, name: str = "microk8s") -> Dict[str, Any]:
+    """The row of snap ``name`` in ``snap list`` output, ``{}`` when it is not there.
+
+    snapd prints the columns ``Name Version Rev Tracking Publisher Notes`` (cmd/snap/cmd_list.go);
+    Tracking is ``-`` for a side-loaded snap, Notes is ``-`` or a comma-separated list
+    (cmd/snap/notes.go, ``Notes.String``), in which ``held`` marks a snap whose refreshes are held
+    (snapd 2.59 and later).
+    Returns version, revision, channel, publisher, notes (a list) and held.
+    """
+    for line in str(text or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[0] == name:
+            fields += ["-"] * (6 - len(fields))
+            notes = [] if fields[5] == "-" else fields[5].split(",")
+            return {"version": fields[1], "revision": fields[2], "channel": fields[3], "publisher": fields[4],
+                    "notes": notes, "held": "held" in notes}
+    return {}

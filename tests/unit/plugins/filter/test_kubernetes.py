@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpushare.cluster.plugins.filter import access, certificates, k8s_args, k8s_topology, k8s_versions, microk8s_args
+from ansible_collections.gpushare.cluster.plugins.filter import (
+    access, certificates, etcd_restore, k8s_args, k8s_topology, k8s_versions, microk8s_args)
 
 FILTERS = {}
-for _module in (access, certificates, k8s_args, k8s_topology, k8s_versions, microk8s_args):
+for _module in (access, certificates, etcd_restore, k8s_args, k8s_topology, k8s_versions, microk8s_args):
     FILTERS.update(_module.FilterModule().filters())
 
 
@@ -18,8 +19,13 @@ def test_all_filters_exposed():
         "k8s_join_order", "k8s_upgrade_order", "k8s_reset_order", "k8s_feature_gates", "k8s_extra_args",
         "k8s_package_repo", "microk8s_merge_args", "microk8s_merge_env", "microk8s_enable_cdi",
         "k8s_backend_apiserver_args", "k8s_authentication", "k8s_cert_expiry", "team_login",
-        "k8s_running_version_problems",
+        "k8s_running_version_problems", "microk8s_snap_list", "k8s_etcd_restore_commands",
     }
+
+
+def test_etcd_restore_filter_names_the_host_in_its_error():
+    with pytest.raises(AnsibleFilterError, match="cp1: /etc/kubernetes/manifests/etcd.yaml is not YAML"):
+        FILTERS["k8s_etcd_restore_commands"]({"cp1": "spec: [unclosed"}, "s.db", "t")
 
 
 def test_backend_apiserver_args_filter():

@@ -157,3 +157,26 @@ def test_merge_env_replaces_in_place_and_folds_duplicates():
 def test_merge_env_bad_input(env, match):
     with pytest.raises(m.ArgsError, match=match):
         m.merge_env("", env)
+
+
+SNAP_LIST = """Name      Version   Rev   Tracking       Publisher   Notes
+core20    20240705  2379  latest/stable  canonical✓  base
+microk8s  v1.35.4   8512  1.35/stable    canonical✓  classic,held
+"""
+
+
+def test_snap_list_reads_the_snap_row_with_its_notes():
+    assert m.snap_list_entry(SNAP_LIST) == {
+        "version": "v1.35.4", "revision": "8512", "channel": "1.35/stable", "publisher": "canonical✓",
+        "notes": ["classic", "held"], "held": True}
+    assert m.snap_list_entry(SNAP_LIST, "core20")["notes"] == ["base"]
+
+
+def test_snap_list_side_loaded_not_held_and_missing():
+    side_loaded = "Name      Version  Rev   Tracking  Publisher  Notes\nmicrok8s  v1.35.4  x1    -         -          classic\n"
+    entry = m.snap_list_entry(side_loaded)
+    assert entry["channel"] == "-" and entry["held"] is False and entry["revision"] == "x1"
+    plain = "Name Version Rev Tracking Publisher Notes\nmicrok8s v1.34.4 8000 1.34/stable canonical -\n"
+    assert m.snap_list_entry(plain)["notes"] == []
+    assert m.snap_list_entry("error: no matching snaps installed") == {}
+    assert m.snap_list_entry("") == {}
