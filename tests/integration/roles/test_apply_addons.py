@@ -100,6 +100,12 @@ def fresh_cluster(**changes):
     return state
 
 
+def _crd_applies(state):
+    """(index in the calls, CRD names) of each server-side apply of CRDs."""
+    return [(i, [o["metadata"]["name"] for o in c["definition"]]) for i, c in enumerate(state["calls"])
+            if c["module"] == "k8s" and c.get("server_side_apply") and isinstance(c.get("definition"), list)]
+
+
 def test_apply_installs_every_chart_and_object_of_the_plan(tmp_path):
     result, state = apply(tmp_path, ROLES, fresh_cluster())
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
@@ -130,41 +136,21 @@ def test_apply_installs_every_chart_and_object_of_the_plan(tmp_path):
     first_label = next(i for i, c in enumerate(state["calls"]) if c.get("state") == "patched")
     policy_read = next(i for i, c in enumerate(state["calls"]) if c.get("kind") == "ClusterPolicy")
     assert policy_read < first_label
-
-
-def _crd_applies(state):
-    """(index in the calls, CRD names) of each server-side apply of CRDs."""
-    return [(i, [o["metadata"]["name"] for o in c["definition"]]) for i, c in enumerate(state["calls"])
-            if c["module"] == "k8s" and c.get("server_side_apply") and isinstance(c.get("definition"), list)]
-
-
-def test_each_chart_gets_its_crds_server_side_before_its_release(tmp_path):
-    result, state = apply(tmp_path, ROLES, fresh_cluster())
-    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+    # Each chart's CRDs go in server-side before its own release (Helm never upgrades them);
+    # Kueue's chart keeps its CRDs in templates/, which Helm upgrades itself: nothing first.
     applies = _crd_applies(state)
     helm_calls = {c["name"]: i for i, c in enumerate(state["calls"]) if c["module"] == "helm"}
-    for release, chart in (("gpu-operator", "gpu-operator"), ("dra-driver-nvidia-gpu", "dra-driver-nvidia-gpu"),
-                           ("kube-prometheus-stack", "kube-prometheus-stack")):
-        index, names = next((i, n) for i, n in applies if n == sorted(CHART_CRDS[chart]))
-        assert index < helm_calls[release], (release, index, helm_calls[release])
-    # Kueue's chart keeps its CRDs in templates/, which Helm upgrades itself: nothing to apply first.
+    for chart in ("gpu-operator", "dra-driver-nvidia-gpu", "kube-prometheus-stack"):
+        index = next(i for i, names in applies if names == sorted(CHART_CRDS[chart]))
+        assert index < helm_calls[chart], (chart, index, helm_calls[chart])
     assert len(applies) == 3, applies
     call = state["calls"][applies[0][0]]
     assert call["server_side_apply"] == {"field_manager": "gpushare", "force_conflicts": True}
     assert call["apply"] is True and call["wait_condition"] == {"type": "Established", "status": "True"}
     assert {n for names in CHART_CRDS.values() for n in names} <= set(state["crds"])
-    calls = (tmp_path / "chart-crds" / "calls.log").read_text().splitlines()
-    assert "show crds gpu-operator --repo https://helm.ngc.nvidia.com/nvidia --version v26.7.0" in calls
-    assert "show crds oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu --version v0.4.1" in calls
-
-
-def test_apply_crds_false_leaves_the_crds_to_the_site(tmp_path):
-    result, state = apply(tmp_path, ("gpu_operator", "dra_driver"), fresh_cluster(),
-                          extra_vars={"gpu_operator_apply_crds": False, "dra_driver_apply_crds": False})
-    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
-    assert not _crd_applies(state)
-    assert not (tmp_path / "chart-crds" / "calls.log").exists()
-    assert set(state["releases"]) == {"gpu-operator", "dra-driver-nvidia-gpu"}
+    shown = (tmp_path / "chart-crds" / "calls.log").read_text().splitlines()
+    assert "show crds gpu-operator --repo https://helm.ngc.nvidia.com/nvidia --version v26.7.0" in shown
+    assert "show crds oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu --version v0.4.1" in shown
 
 
 def test_monitoring_leaves_a_kueue_release_that_has_its_service_monitor_alone(tmp_path):
@@ -186,9 +172,13 @@ def test_gpu_operator_stops_before_the_chart_when_dcgm_exporter_could_not_watch_
     assert "through resource.k8s.io/v1beta1, and this API server does not serve that version" in " ".join(
         result.stdout.split()), result.stdout[-3000:]
     assert "gpu-operator" not in state.get("releases", {})
-    result, state = apply(tmp_path, ("gpu_operator",), cluster, {"gpu_operator_dcgm_dra_attribution": False})
+    # The second run also leaves the chart's CRDs to the site (gpu_operator_apply_crds: false).
+    second = {"gpu_operator_dcgm_dra_attribution": False, "gpu_operator_apply_crds": False}
+    result, state = apply(tmp_path, ("gpu_operator",), cluster, second)
     assert result.returncode == 0, result.stdout[-4000:]
     assert ("ClusterRole", "gpushare-dcgm-exporter-dra") not in {(o["kind"], o["name"]) for o in state.get("applied", [])}
+    assert not _crd_applies(state) and not (tmp_path / "chart-crds" / "calls.log").exists()
+    assert "gpu-operator" in state["releases"]
 
 
 def test_apply_with_monitoring_first_keeps_the_kueue_service_monitor(tmp_path):
