@@ -32,6 +32,8 @@ sys.path.insert(0, str(REPO_ROOT / "tests" / "integration" / "rehearsal"))
 
 from rehearsal_env import GO_DIR, cache_root, rc  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import etcd_restore  # noqa: E402  pylint: disable=wrong-import-position
+import mistakes  # noqa: E402  pylint: disable=wrong-import-position  # tests/support
+import runner  # noqa: E402  pylint: disable=wrong-import-position  # tests/support
 
 ROLE = REPO_ROOT / "roles" / "kubeadm"
 TOOLS_DIR = Path(os.path.expanduser(os.environ.get("GPUSHARE_ETCD_TOOLS", "~/.cache/gpushare/etcd-tools/v3.6.16")))
@@ -291,9 +293,6 @@ exit 0""",
 
 
 def run_restore(host, *args, **variables):
-    sys.path.insert(0, str(REPO_ROOT / "tests" / "support"))
-    import mistakes  # pylint: disable=import-outside-toplevel
-    import runner  # pylint: disable=import-outside-toplevel
     inventory = host["tmp"] / "inventory"
     if not inventory.exists():
         mistakes.build([], inventory)
