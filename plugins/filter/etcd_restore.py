@@ -10,9 +10,9 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.filters import filter_from as _wrap
 
 
-def k8s_etcd_restore_commands(manifests, snapshot, token, etcdutl="etcdutl"):
+def k8s_etcd_restore_commands(manifests, snapshot, token, etcdutl="etcdutl", manifest=etcd_restore.MANIFEST):
     return etcd_restore.restore_commands({str(k): str(v) for k, v in dict(manifests or {}).items()},
-                                         str(snapshot), str(token), str(etcdutl))
+                                         str(snapshot), str(token), str(etcdutl), str(manifest))
 
 
 class FilterModule:

@@ -32,6 +32,8 @@ except ImportError:  # ansible-core brings PyYAML on the controller, where the f
 
 #: The etcd guide's bump: far more writes than a cluster makes between a snapshot and its restore.
 BUMP_REVISION = 1000000000
+#: Where kubeadm writes the etcd member's static pod manifest (the default of the path the errors name).
+MANIFEST = "/etc/kubernetes/manifests/etcd.yaml"
 #: The manifest flags the restore reads, and what each is for.
 MEMBER_FLAGS = {"name": "--name", "data_dir": "--data-dir", "peer_url": "--initial-advertise-peer-urls"}
 
@@ -40,10 +42,10 @@ class RestoreError(ValueError):
     """A control plane whose etcd manifest does not say what the restore needs."""
 
 
-def member(host: str, manifest_text: str) -> Dict[str, str]:
+def member(host: str, manifest_text: str, manifest: str = MANIFEST) -> Dict[str, str]:
     """name, data_dir, peer_url (the first of the advertised peer URLs) and image of the etcd
-    member whose static pod manifest (``/etc/kubernetes/manifests/etcd.yaml``) is given."""
-    where = "%s: /etc/kubernetes/manifests/etcd.yaml" % host
+    member whose static pod manifest (read from ``manifest`` on ``host``) is given."""
+    where = "%s: %s" % (host, manifest)
     try:
         pod = yaml.safe_load(manifest_text)
     except yaml.YAMLError as error:
@@ -77,15 +79,17 @@ def initial_cluster(members: Mapping[str, Mapping[str, str]]) -> str:
     return ",".join("%s=%s" % (members[host]["name"], members[host]["peer_url"]) for host in sorted(members))
 
 
-def restore_commands(manifests: Mapping[str, str], snapshot: str, token: str, etcdutl: str = "etcdutl") -> Dict[str, Dict[str, Any]]:
+def restore_commands(manifests: Mapping[str, str], snapshot: str, token: str, etcdutl: str = "etcdutl",
+                     manifest: str = MANIFEST) -> Dict[str, Dict[str, Any]]:
     """Per control plane: its member, the data directory the restore writes (``<data dir>.restored``)
-    and the ``etcdutl snapshot restore`` argv; every problem of every host in one error."""
+    and the ``etcdutl snapshot restore`` argv; every problem of every host in one error, each naming
+    the host and the manifest path it was read from."""
     if not manifests:
         raise RestoreError("no control plane to restore: the inventory's control_plane group is empty")
     members, problems = {}, []
     for host in sorted(manifests):
         try:
-            members[host] = member(host, manifests[host])
+            members[host] = member(host, manifests[host], manifest)
         except RestoreError as error:
             problems.append(str(error))
     if problems:

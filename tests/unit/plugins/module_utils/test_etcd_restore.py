@@ -53,6 +53,14 @@ def test_every_host_missing_a_flag_is_named_with_the_flag():
     assert "cp3: /etc/kubernetes/manifests/etcd.yaml has no container named etcd" in message
 
 
+def test_the_errors_name_the_manifest_path_that_was_read():
+    with pytest.raises(etcd_restore.RestoreError) as error:
+        etcd_restore.restore_commands({"cp1": manifest("cp1", "10.0.0.1", drop=("--name",))}, "s.db", "t",
+                                      manifest="/srv/kubelet/manifests/etcd.yaml")
+    assert "cp1: /srv/kubelet/manifests/etcd.yaml: the etcd command has no --name" in str(error.value)
+    assert "/etc/kubernetes" not in str(error.value)
+
+
 @pytest.mark.parametrize("manifests,words", [
     ({"cp1": manifest("etcd-a", "10.0.0.1"), "cp2": manifest("etcd-a", "10.0.0.2")},
      "cp1 and cp2: both etcd members are named etcd-a"),
