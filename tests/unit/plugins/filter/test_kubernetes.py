@@ -6,10 +6,10 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpushare.cluster.plugins.filter import (
-    access, certificates, etcd_restore, k8s_args, k8s_topology, k8s_versions, microk8s_args)
+    access, certificates, etcd_restore, k8s_args, k8s_nodes, k8s_topology, k8s_versions, microk8s_args)
 
 FILTERS = {}
-for _module in (access, certificates, etcd_restore, k8s_args, k8s_topology, k8s_versions, microk8s_args):
+for _module in (access, certificates, etcd_restore, k8s_args, k8s_nodes, k8s_topology, k8s_versions, microk8s_args):
     FILTERS.update(_module.FilterModule().filters())
 
 
@@ -20,6 +20,7 @@ def test_all_filters_exposed():
         "k8s_package_repo", "microk8s_merge_args", "microk8s_merge_env", "microk8s_enable_cdi",
         "k8s_backend_apiserver_args", "k8s_authentication", "k8s_cert_expiry", "team_login",
         "k8s_running_version_problems", "microk8s_snap_list", "k8s_etcd_restore_commands",
+        "k8s_node_restart_problems",
     }
 
 
