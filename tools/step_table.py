@@ -15,7 +15,9 @@ import xml.etree.ElementTree as ET
 
 
 def read_steps(path):
-    begin, steps = None, []
+    """The run's begin time, its steps, and the machine's busy CPU seconds and cores at its begin
+    and end (``machine`` lines: tools/steps.sh)."""
+    begin, steps, machine = None, [], {}
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             fields = line.rstrip("\n").split("\t")
@@ -24,7 +26,10 @@ def read_steps(path):
             elif fields[0] == "step" and len(fields) == 6:
                 steps.append({"name": fields[1], "start": int(fields[2]), "end": int(fields[3]), "rc": int(fields[4]),
                               "cpu": int(fields[5])})
-    return begin, sorted(steps, key=lambda s: (s["start"], s["end"]))
+            elif fields[0] == "machine" and len(fields) == 3 and len(fields[2].split()) == 3:
+                seconds, cores, when = fields[2].split()
+                machine[fields[1]] = (float(seconds), int(cores), int(when))
+    return begin, sorted(steps, key=lambda s: (s["start"], s["end"])), machine
 
 
 def slowest(xml_path, count):
@@ -46,7 +51,7 @@ def main(argv):
     if not os.path.exists(log):
         print("step table: no step log at %s" % log)
         return 0
-    begin, steps = read_steps(log)
+    begin, steps, machine = read_steps(log)
     begin = begin if begin is not None else min((s["start"] for s in steps), default=0)
     print("\n== make test: where the time went (wall seconds; steps on one line started together)")
     print("%-30s %7s %8s %8s %5s" % ("step", "start", "seconds", "cpu s", "exit"))
@@ -56,6 +61,12 @@ def main(argv):
     if steps:
         end = max(s["end"] for s in steps)
         print("%-30s %7s %8d" % ("total (wall, begin to last end)", "", end - begin))
+    if "begin" in machine and "end" in machine:
+        busy = machine["end"][0] - machine["begin"][0]
+        cores = machine["end"][1]
+        available = max(1, machine["end"][2] - machine["begin"][2]) * cores
+        print("machine: %d CPU seconds busy of %d on %d cores (%d%%), every process counted (qemu, containers,"
+              " control planes too)" % (busy, available, cores, 100 * busy / available))
     for path in sorted(glob.glob(os.path.join(junit_dir, "*.xml"))):
         try:
             cases, total = slowest(path, count)
