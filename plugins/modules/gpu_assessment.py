@@ -21,9 +21,12 @@ description:
     C(--query-gpu=timestamp,uuid,index,name,utilization.gpu,memory.used,memory.total);
     C(apps*.csv) holds C(--query-compute-apps=timestamp,gpu_uuid,pid,used_gpu_memory) plus the
     process owner, C(user).
-  - With O(dest), writes C(assessment.json) and C(proposal/), a copy of the O(inventory) whose
-    C(gpushare_gpus) are the proposal (the evidence as a comment beside each GPU), into a new
-    directory that replaces O(dest) in one rename; a failed run leaves O(dest) as it was.
+  - With O(dest), writes C(assessment.json); C(assessment.html), one self-contained page that
+    opens offline (the capacity answer, each GPU today beside its proposed use and why, a heat
+    map per GPU of its busy share by weekday and hour); and C(proposal/), a copy of the
+    O(inventory) whose C(gpushare_gpus) are the proposal (the evidence as a comment beside each
+    GPU), into a new directory that replaces O(dest) in one rename; a failed run leaves O(dest)
+    as it was.
   - Fails with one message naming every host, file and line or GPU that keeps the proposal
     from being made; data problems that still allow one are returned in RV(problems).
 author:
@@ -112,7 +115,9 @@ problems:
   type: list
   elements: str
 dest:
-  description: The directory written (or that would be, in check mode).
+  description:
+    - The directory written (or that would be, in check mode), with C(assessment.json),
+      C(assessment.html) and C(proposal/).
   returned: when O(dest) is set
   type: str
 """

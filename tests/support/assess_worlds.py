@@ -14,7 +14,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 GPU_HEADER = "timestamp, uuid, index, name, utilization.gpu [%], memory.used [MiB], memory.total [MiB]"
 APP_HEADER = "timestamp, gpu_uuid, pid, used_gpu_memory [MiB], user"
@@ -138,3 +138,24 @@ WORKED_DAY_TODAY = {"gpu1": [
 ]}
 WORKED_DAY_USERS = dict({"vllm": "production", "embed": "production", "classify": "production", "stt": "production",
                          "trainer": "training"}, **{user: "data" for user in NOTEBOOK_USERS})
+
+
+def overloaded(days: int = 7) -> Tuple[World, Dict[str, Any]]:
+    """Two L40S, one per team: production serves all day; two fine-tunes at once on training's one
+    card every weekday 09:00-17:00, so one would wait. The world and its gpushare_gpus today."""
+    world = World({"node": [(0, L40S[0], L40S[1]), (1, L40S[0], L40S[1])]}, days=days)
+    world.steady("node", 0, "serve", 10, 40, 80)
+    world.daily("node", 1, "tune-a", 1000, 9, 17, 20, 90)
+    world.daily("node", 1, "tune-b", 2000, 9, 17, 20, 90)
+    return world, {"node": [{"index": 0, "team": "production"}, {"index": 1, "team": "training"}]}
+
+
+def assess(world: World, root: Path, today: Mapping[str, Any], users: Mapping[str, str],
+           teams: Optional[Sequence[Mapping[str, Any]]] = None) -> Dict[str, Any]:
+    """The assessment of the world's samples written under root/samples, as the module makes it."""
+    from ansible_collections.gpushare.cluster.plugins.module_utils.assess import analysis, files
+
+    samples_dir = world.write(root / "samples")
+    problems: List[str] = []
+    samples = files.read_samples(str(samples_dir), sorted(set(world.cards) | set(today)), problems)
+    return analysis.assess(samples, today, TEAMS if teams is None else teams, users, problems=problems)

@@ -174,11 +174,11 @@ def _assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mappi
             team = None
         if team is None:
             continue
-        entry, why = propose_card(card, team, figures, limits)
+        entry, why, placed = propose_card(card, team, figures, limits)
         entries.append({"host": card.host, "index": card.index, "uuid": card.uuids[-1], "uuids": card.uuids,
                         "name": card.name, "model": card.model, "team_today": card.team_today,
                         "teams": {name: round(value, 1) for name, value in sorted(team_share.items())},
-                        "figures": figures, "proposed": entry, "why": why})
+                        "figures": figures, "proposed": entry, "why": why, "mig_layout": placed})
     if errors:
         raise AssessDataError("the samples cannot be assessed, %d problem(s):\n- %s"
                               % (len(errors), "\n- ".join(errors)))

@@ -165,6 +165,11 @@ def attach_processes(host: HostSamples, cards: Dict[str, Card], users: Dict[str,
                         "GPU with no team today: counted as %s" % (host.host, index, count, user, UNASSIGNED))
 
 
+def weekday(hour: int) -> int:
+    """The weekday (0 is Monday) of an hour counted since the epoch."""
+    return (hour // 24 + 3) % 7  # 1970-01-01 was a Thursday
+
+
 def heat_map(times: Sequence[float], values: Sequence[float]) -> List[List[float]]:
     """Mean of ``values`` by weekday (rows, Monday first) and hour of day (columns)."""
     sums = [[0.0] * 24 for _day in WEEKDAYS]
@@ -175,11 +180,20 @@ def heat_map(times: Sequence[float], values: Sequence[float]) -> List[List[float
         if value:
             by_hour[hour] = by_hour.get(hour, 0.0) + value
     for hour, count in Counter(hours).items():
-        day = (hour // 24 + 3) % 7  # 1970-01-01 was a Thursday
+        day = weekday(hour)
         sums[day][hour % 24] += by_hour.get(hour, 0.0)
         counts[day][hour % 24] += count
     return [[round(total / count, 2) if count else 0.0 for total, count in zip(row, number)]
             for row, number in zip(sums, counts)]
+
+
+def hours_seen(times: Sequence[float]) -> List[List[int]]:
+    """How many hours with a sample each weekday (rows) and hour of day (columns) holds: a
+    heat map's 0 over no hour at all means "not seen", not "idle"."""
+    seen = [[0] * 24 for _day in WEEKDAYS]
+    for hour in {int(when // 3600) for when in times}:
+        seen[weekday(hour)][hour % 24] += 1
+    return seen
 
 
 def _most_at_once(buckets_of: Dict[object, set]) -> int:
@@ -221,6 +235,7 @@ def card_figures(card: Card, limits: Thresholds) -> Dict[str, object]:
         "mean_utilization": round(sum(card.utilization) / float(count), 1) if count else 0.0,
         "peak_memory_used_mib": max(card.memory_used) if count else 0,
         "busy_by_weekday_hour": heat_map(card.times, busy),
+        "sampled_hours_by_weekday_hour": hours_seen(card.times),
         "processes": len(card.processes),
         "peak_concurrent_processes": concurrent,
         "peak_concurrent_users": users,

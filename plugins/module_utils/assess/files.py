@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.inventory_text import host_vars_text, without_key
+from ansible_collections.gpushare.cluster.plugins.module_utils.assess.page import render_page
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.samples import (
     AssessDataError, HostSamples, SampleFile, read_host)
 
+PAGE = "assessment.html"
 GPU_PATTERN = "gpus*.csv"
 APP_PATTERN = "apps*.csv"
 
@@ -80,9 +82,10 @@ def _write_host_vars(host_vars: Path, host: str, gpus: Sequence[Dict[str, Any]],
 
 
 def render(assessment: Mapping[str, Any], inventory: str, tree: Path) -> None:
-    """Write assessment.json and proposal/ into ``tree`` (a new directory)."""
+    """Write assessment.json, assessment.html and proposal/ into ``tree`` (a new directory)."""
     tree.mkdir(parents=True)
     (tree / "assessment.json").write_text(json.dumps(assessment, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    (tree / PAGE).write_text(render_page(assessment), encoding="utf-8")
     source = Path(inventory)
     if not source.exists():
         raise AssessDataError("inventory %s: not found, so no proposal inventory can be written" % inventory)
@@ -115,9 +118,10 @@ def publish(assessment: Mapping[str, Any], inventory: str, dest: str) -> None:
 
 
 def unchanged(assessment: Mapping[str, Any], dest: str) -> bool:
-    """True when ``dest`` already holds this assessment."""
+    """True when ``dest`` already holds this assessment, and its page as this collection draws it."""
     path = Path(dest) / "assessment.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8")) == json.loads(json.dumps(assessment, sort_keys=True))
+        return (json.loads(path.read_text(encoding="utf-8")) == json.loads(json.dumps(assessment, sort_keys=True))
+                and (Path(dest) / PAGE).read_text(encoding="utf-8") == render_page(assessment))
     except (OSError, ValueError):
         return False

@@ -28,7 +28,7 @@ from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.figures import (
-    UNASSIGNED, WEEKDAYS, Card, Thresholds)
+    UNASSIGNED, WEEKDAYS, Card, Thresholds, weekday)
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.mig_solver import plan_node_layout
 
 GIB = 1024
@@ -63,8 +63,8 @@ def card_team(card: Card, demand: Dict[str, float], errors: List[str]) -> Option
     return None
 
 
-def _mig_entry(card: Card, team: str, limits: Thresholds) -> Tuple[Optional[Dict[str, Any]], str]:
-    """(entry, why) for a card of steady small processes; entry None when MIG cannot be used."""
+def _mig_entry(card: Card, team: str, limits: Thresholds) -> Tuple[Optional[Dict[str, Any]], str, List[Dict[str, Any]]]:
+    """(entry, why, placed instances) for a card of steady small processes; entry None when MIG cannot be used."""
     small = sorted((p for p in card.processes if p.kind == "small"), key=lambda p: (-p.peak_mib, p.pid))
     taken: Dict[str, int] = {}
     instances = [{"name": instance_name(p.user, taken),
@@ -72,20 +72,22 @@ def _mig_entry(card: Card, team: str, limits: Thresholds) -> Tuple[Optional[Dict
     peaks = ", ".join("%s peak %s" % (i["name"], _gib(p.peak_mib)) for i, p in zip(instances, small))
     if not card.mig_capable:
         return None, ("%d steady small processes (%s), but %s cannot be cut with MIG (the model has no MIG): "
-                      "time-shared instead, without memory isolation" % (len(small), peaks, card.model))
+                      "time-shared instead, without memory isolation" % (len(small), peaks, card.model)), []
     entry = {"index": card.index, "model": card.model, "team": team, "use": "mig", "mig": {"instances": instances}}
     try:
         layout = plan_node_layout([entry], "assess", host=card.host)
     except ValueError as error:
         return None, ("%d steady small processes (%s) do not fit as MIG instances with %d %% headroom: %s"
-                      % (len(small), peaks, round(limits.headroom * 100), error))
-    profiles = ", ".join(i["profile"] for i in layout["gpus"][0]["instances"] if i["name"])
+                      % (len(small), peaks, round(limits.headroom * 100), error)), []
+    placed = [dict(i) for i in layout["gpus"][0]["instances"] if i["name"]]
+    profiles = ", ".join(i["profile"] for i in placed)
     return entry, ("%d steady small processes (%s): one MIG instance each with %d %% headroom, placed by the MIG "
-                   "planner as %s" % (len(small), peaks, round(limits.headroom * 100), profiles))
+                   "planner as %s" % (len(small), peaks, round(limits.headroom * 100), profiles)), placed
 
 
-def propose_card(card: Card, team: str, figures: Dict[str, Any], limits: Thresholds) -> Tuple[Dict[str, Any], str]:
-    """(inventory entry, why) for one card."""
+def propose_card(card: Card, team: str, figures: Dict[str, Any],
+                 limits: Thresholds) -> Tuple[Dict[str, Any], str, List[Dict[str, Any]]]:
+    """(inventory entry, why, MIG instances as the planner places them: profile, start, size, memory, name)."""
     kinds = figures["kinds"]
     base = {"index": card.index, "model": card.model, "team": team}
     busy = "busy %d %% of the time" % round(figures["busy_fraction"] * 100)
@@ -94,15 +96,15 @@ def propose_card(card: Card, team: str, figures: Dict[str, Any], limits: Thresho
         top = max(serving, key=lambda p: p.peak_mib)
         return dict(base, use="whole"), ("steady heavy serving: process %s (user %s) present %d %% of the window, peak %s of "
                                          "%s, card %s" % (top.pid, top.user, round(top.presence * 100),
-                                                          _gib(top.peak_mib), _gib(card.memory_total_mib), busy))
+                                                          _gib(top.peak_mib), _gib(card.memory_total_mib), busy)), []
     if kinds["small"] >= 2:
-        entry, why = _mig_entry(card, team, limits)
+        entry, why, placed = _mig_entry(card, team, limits)
         if entry is not None:
-            return entry, why
+            return entry, why, placed
         if not card.mig_capable:
             replicas = max(MIN_REPLICAS, kinds["small"] + figures["peak_concurrent_sessions"])
-            return dict(base, use="shared", replicas=replicas), why + "; replicas %d" % replicas
-        return dict(base, use="whole"), why
+            return dict(base, use="shared", replicas=replicas), why + "; replicas %d" % replicas, []
+        return dict(base, use="whole"), why, []
     if kinds["session"]:
         sessions = figures["peak_concurrent_sessions"]
         replicas = max(MIN_REPLICAS, sessions)
@@ -110,16 +112,16 @@ def propose_card(card: Card, team: str, figures: Dict[str, Any], limits: Thresho
             "%d interactive session(s), at most %d at once, median %.0f min, card %s: time-shared, replicas %d "
             "(at least the peak of sessions at once%s)"
             % (kinds["session"], sessions, figures["median_session_minutes"], busy, replicas,
-               "; 2 is the least a shared GPU takes" if sessions < 2 else ""))
+               "; 2 is the least a shared GPU takes" if sessions < 2 else "")), []
     if kinds["batch"]:
         return dict(base, use="whole"), ("bursty batch work: %d run(s), longest %.0f min, card %s: whole, in %s's "
                                          "queue, borrowing idle GPUs of the cohort"
-                                         % (kinds["batch"], figures["longest_session_minutes"], busy, team))
+                                         % (kinds["batch"], figures["longest_session_minutes"], busy, team)), []
     if kinds["small"]:
         return dict(base, use="whole"), ("one steady small process: whole (MIG would leave most of the card "
-                                         "unused), card %s" % busy)
+                                         "unused), card %s" % busy), []
     return dict(base, use="whole"), ("no process seen in the window (card %s): kept whole for %s, lent to the other "
-                                     "teams when idle" % (busy, team))
+                                     "teams when idle" % (busy, team)), []
 
 
 # --- demand and capacity ----------------------------------------------------------------
@@ -158,7 +160,7 @@ def card_demand(card: Card, limits: Thresholds) -> Dict[int, Dict[str, float]]:
 
 
 def _hour_text(hour: int) -> str:
-    return "%s %s" % (WEEKDAYS[(hour // 24 + 3) % 7], time.strftime("%Y-%m-%d %H:00", time.gmtime(hour * 3600)))
+    return "%s %s" % (WEEKDAYS[weekday(hour)], time.strftime("%Y-%m-%d %H:00", time.gmtime(hour * 3600)))
 
 
 def capacity(demand: Dict[int, Dict[str, float]], cards: Sequence[Card], proposed: Dict[str, int]) -> Dict[str, Any]:

@@ -88,7 +88,7 @@ def contrast_ratio(first: str, second: str) -> float:
     return (light + 0.05) / (dark + 0.05)
 
 
-def _text_colour(background: str) -> str:
+def text_colour(background: str) -> str:
     """Black or white, whichever contrasts more with the background (never below 4.5:1)."""
     return "#000000" if contrast_ratio(background, "#000000") >= contrast_ratio(background, "#FFFFFF") else "#FFFFFF"
 
@@ -231,7 +231,7 @@ def _gpu_row(host: str, gpu: Dict[str, Any], y: int, colours: Dict[str, str]) ->
     where = "host %s GPU %s" % (host, gpu["index"])
     team = gpu.get("team")
     colour = colours.get(team, _UNASSIGNED_COLOUR) if team else _UNASSIGNED_COLOUR
-    ink = _text_colour(colour)
+    ink = text_colour(colour)
     use = gpu["use"]
     parts = [
         '<g class="gpu" data-host="%s" data-gpu-index="%d" data-use="%s" data-team="%s" data-model="%s"%s>'
@@ -639,7 +639,8 @@ def _enforcement(plan: Dict[str, Any], nodes: List[Tuple[str, List[Dict[str, Any
     return "<ul class=\"enforcement\">%s</ul>" % "".join(items)
 
 
-_CSS = """
+# The page itself (type, headings, tables, legends, print): the assessment page uses it too.
+PAGE_CSS = """
 :root { --ink: #1b1f24; --muted: #5b6470; --line: #d6dae0; --paper: #ffffff; }
 * { box-sizing: border-box; }
 body { margin: 0 auto; max-width: 1100px; padding: 24px; font: 14px/1.45 system-ui, -apple-system,
@@ -652,6 +653,21 @@ h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8p
 .legend li { display: flex; align-items: center; gap: 6px; }
 .swatch { display: inline-block; width: 14px; height: 14px; border: 1px solid #0003;
   vertical-align: -2px; margin-right: 6px; }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f3f5f7; }
+.warnings li { margin: 4px 0; } .warnings { color: #7a4100; }
+code { font: 12px "DejaVu Sans Mono", ui-monospace, monospace; }
+@media print {
+  @page { size: A4 landscape; margin: 12mm; }
+  body { max-width: none; padding: 0; font-size: 11px; }
+  * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  h2 { break-after: avoid; page-break-after: avoid; }
+  table { break-inside: avoid; }
+}
+"""
+
+_CSS = PAGE_CSS + """
 .swatch.hatched { background: repeating-linear-gradient(45deg, #777 0 2px, #fff 2px 6px); }
 .swatch.mig { background: #eef0f3; border: 1px dashed #8a929c; }
 .swatch.idle { background: repeating-linear-gradient(45deg, #d58a00 0 2px, #fff4e0 2px 6px); }
@@ -673,20 +689,11 @@ svg text { font-family: "DejaVu Sans", system-ui, sans-serif; }
 .unit-divider { stroke: #c3c8cf; stroke-width: 1; }
 .replica-divider { stroke: #ffffff; stroke-width: 2; stroke-dasharray: 4 3; }
 .bar.whole, .bar.shared { stroke: #0004; }
-table { border-collapse: collapse; width: 100%; font-size: 13px; }
-th, td { border: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
-th { background: #f3f5f7; }
 td:first-child, td[data-share] { white-space: nowrap; }
-.warnings li { margin: 4px 0; } .warnings { color: #7a4100; }
-code { font: 12px "DejaVu Sans Mono", ui-monospace, monospace; }
 .node { break-inside: avoid; page-break-inside: avoid; }
 @media print {
-  @page { size: A4 landscape; margin: 12mm; }
-  body { max-width: none; padding: 0; font-size: 11px; }
-  * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   details > *:not(summary) { display: block; } details summary { display: none; }
-  h2 { break-after: avoid; page-break-after: avoid; }
-  table, .node { break-inside: avoid; }
+  .node { break-inside: avoid; }
 }
 """
 

@@ -29,6 +29,9 @@ def test_assess_then_plan_the_proposal(tmp_path):
     assert set(assessment) >= {"gpus", "teams", "capacity", "proposal", "unassigned", "problems"}
     assert [gpu["proposed"]["use"] for gpu in assessment["gpus"]] == ["whole", "mig", "shared", "whole"]
     assert "no card to add" in run.stdout
+    page = (dest / "assessment.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and assessment["capacity"]["busiest_hour"] in page
+    assert page.count('class="gpu-heat"') == len(assessment["gpus"])
     host_vars = yaml.safe_load((dest / "proposal" / "host_vars" / "gpu1.yml").read_text())
     assert host_vars["gpushare_gpus"] == assessment["proposal"]["hosts"]["gpu1"]
     # The user's settings came along unchanged.
@@ -43,8 +46,10 @@ def test_assess_then_plan_the_proposal(tmp_path):
 
     # A failed analysis leaves the previous assessment as it was.
     before = (dest / "assessment.json").read_text()
+    page_before = (dest / "assessment.html").read_text()
     (samples / "gpu1" / "gpus-00.csv").write_text("garbage\n")
     failed = _assess(samples, dest)
     assert failed.returncode != 0
     assert "host gpu1, file gpus-00.csv, line 1: header 'garbage'" in failed.stdout
     assert (dest / "assessment.json").read_text() == before
+    assert (dest / "assessment.html").read_text() == page_before

@@ -8,6 +8,9 @@ reads on it (measured in the browser), stranded MIG slices are drawn, and it pri
 The reports are built from the bundled example and multinode inventories by plan.yml with
 the real planner, as `make demo` does. A screenshot and a PDF print of each are saved
 under build/test-artifacts/.
+
+The assessment page (assessment.html) is opened once, offline: it fetches nothing and shows
+the capacity answer and every GPU's heat map.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import pytest
 import yaml
 
 import runner  # tests/support
+from assess_worlds import WORKED_DAY_TODAY, WORKED_DAY_USERS, assess, worked_day
+from ansible_collections.gpushare.cluster.plugins.module_utils.assess import files as assess_files
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 ARTIFACTS = REPO_ROOT / "build" / "test-artifacts"
@@ -301,3 +306,61 @@ def test_screenshot_and_print_are_saved_as_artifacts(report, tmp_path):
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert pdf.read_bytes()[:5] == b"%PDF-"
     shutil.copy(report["index"], ARTIFACTS / ("plan-report-%s.html" % report["name"]))
+
+
+# What the assessment page shows once laid out: the resources it fetched (none may be), the
+# capacity answer's rendered text and box, and each heat map's cells with their painted colour.
+ASSESSMENT_PROBE = """<script>
+window.addEventListener('load', function () {
+  var root = document.documentElement;
+  var answer = document.querySelector('.answer').getBoundingClientRect();
+  var maps = [];
+  document.querySelectorAll('section.gpu-heat').forEach(function (section) {
+    var cells = section.querySelectorAll('td[data-hour]');
+    var box = section.querySelector('table.heat').getBoundingClientRect();
+    var busy = section.querySelector('td[data-weekday="Mon"][data-hour="14"]');
+    maps.push({host: section.dataset.host, index: Number(section.dataset.gpuIndex), cells: cells.length,
+               width: box.width, height: box.height, mon14: busy ? busy.innerText : null,
+               mon14Colour: busy ? getComputedStyle(busy).backgroundColor : null});
+  });
+  root.setAttribute('data-probe-resources', JSON.stringify(performance.getEntriesByType('resource').map(
+    function (entry) { return entry.name; })));
+  root.setAttribute('data-probe-answer', JSON.stringify({height: answer.height, width: answer.width}));
+  root.setAttribute('data-probe-text', document.body.innerText);
+  root.setAttribute('data-probe-maps', JSON.stringify(maps));
+  root.setAttribute('data-probe-loaded', 'yes');
+});
+</script>"""
+
+
+def test_the_assessment_page_reads_offline(tmp_path):
+    """One Chromium run, network closed (every host unresolvable, a dead proxy): about 7 s."""
+    assessment = assess(worked_day(days=2), tmp_path, WORKED_DAY_TODAY, WORKED_DAY_USERS)
+    dest = tmp_path / "assess"
+    assess_files.publish(assessment, str(INVENTORIES / "example"), str(dest))
+    page = dest / "assessment.html"
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.read_text(encoding="utf-8").replace("<head>", "<head>" + ASSESSMENT_PROBE, 1),
+                     encoding="utf-8")
+    result = _chromium(tmp_path, "--dump-dom", "--window-size=1200,4000", "--proxy-server=127.0.0.1:9",
+                       "--host-resolver-rules=MAP * ~NOTFOUND", probe.as_uri())
+    assert _console_errors(result.stderr) == []
+    root = _Root()
+    root.feed(result.stdout)
+    shown = root.attrs or {}
+    assert shown.get("data-probe-loaded") == "yes", "the page did not finish loading"
+    assert json.loads(shown["data-probe-resources"]) == []
+    capacity = assessment["capacity"]
+    text = shown["data-probe-text"]
+    assert "No card to add" in text and capacity["why"] in text
+    answer = json.loads(shown["data-probe-answer"])
+    assert answer["height"] > 10 and answer["width"] > 300
+    maps = json.loads(shown["data-probe-maps"])
+    assert [(m["host"], m["index"]) for m in maps] == [(gpu["host"], gpu["index"]) for gpu in assessment["gpus"]]
+    for drawn in maps:
+        assert drawn["cells"] == 7 * 24 and drawn["width"] > 500 and drawn["height"] > 100, drawn
+    # GPU 3's fine-tune runs at 14:00 on Monday: its cell reads 100 on the darkest colour.
+    training = maps[3]
+    assert training["mon14"] == "100" and _rgb(training["mon14Colour"]) == "#08306B"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(page, ARTIFACTS / "assessment.html")

@@ -10,18 +10,15 @@ import pytest
 import yaml
 
 from assess_worlds import (DAY, HOUR, L40S, NOTEBOOK_USERS, RTX, TEAMS, WORKED_DAY_TODAY, WORKED_DAY_USERS, World,
-                           worked_day)
-from ansible_collections.gpushare.cluster.plugins.module_utils.assess import analysis, files
+                           assess, overloaded, worked_day)
+from ansible_collections.gpushare.cluster.plugins.module_utils.assess import files
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.mig_solver import plan_node_layout
 from ansible_collections.gpushare.cluster.plugins.module_utils.planner.plan import build_plan
 
 
 def _assess(world, tmp_path, today, users, teams=TEAMS):
-    root = world.write(tmp_path / "samples")
-    problems = []
-    samples = files.read_samples(str(root), sorted(set(world.cards) | set(today)), problems)
-    return analysis.assess(samples, today, teams, users, problems=problems)
+    return assess(world, tmp_path, today, users, teams)
 
 
 def _by_index(assessment, host):
@@ -60,6 +57,9 @@ def test_worked_day_proposes_the_readme_split(worked):
     for user, memory in instances.items():
         assert int(memory[:-3]) * 1024 >= peaks[user] * (1 + headroom)
     layout = plan_node_layout([gpus[1]["proposed"]], "x", host="gpu1")["gpus"][0]["instances"]
+    # The assessment states the placement it proposed: the planner's, instance for instance.
+    assert gpus[1]["mig_layout"] == [instance for instance in layout if instance["name"]]
+    assert all(gpus[i]["mig_layout"] == [] for i in (0, 2, 3))
     model = catalog.lookup("RTX-PRO-6000")
     for instance in layout:
         if instance["name"]:
@@ -79,6 +79,8 @@ def test_worked_day_figures_follow_the_truth(worked):
     heat = gpus[3]["figures"]["busy_by_weekday_hour"]
     assert heat[0][14] == 1.0 and heat[0][10] == 0.0  # Monday: training at 14:00, idle at 10:00
     assert heat[5][14] == 0.0  # no fine-tune starts on Saturday
+    # A week of samples: every weekday and hour seen once, so a 0 there is idle, not unseen.
+    assert gpus[3]["figures"]["sampled_hours_by_weekday_hour"] == [[1] * 24] * 7
     notebooks = assessment["teams"]["data"]
     assert notebooks["users"] == sorted(NOTEBOOK_USERS)
     assert notebooks["sessions"] == sum(1 for job in world.jobs if job.user in NOTEBOOK_USERS)
@@ -119,12 +121,8 @@ def test_a_card_without_mig_is_never_mig(tmp_path):
 
 
 def test_an_overloaded_cluster_needs_another_card(tmp_path):
-    world = World({"node": [(0, L40S[0], L40S[1]), (1, L40S[0], L40S[1])]}, days=7)
-    world.steady("node", 0, "serve", 10, 40, 80)
     # Two fine-tunes at once on training's one card every weekday 09:00-17:00: one would wait.
-    world.daily("node", 1, "tune-a", 1000, 9, 17, 20, 90)
-    world.daily("node", 1, "tune-b", 2000, 9, 17, 20, 90)
-    today = {"node": [{"index": 0, "team": "production"}, {"index": 1, "team": "training"}]}
+    world, today = overloaded(days=7)
     assessment = _assess(world, tmp_path, today, {})
     answer = assessment["capacity"]
     assert answer["another_gpu_advised"] is True and answer["why"].startswith("another card")
@@ -189,6 +187,13 @@ def test_the_proposal_inventory_keeps_the_users_settings_and_plans(tmp_path, wor
     # The user's inventory is untouched.
     assert "a comment inside the block" in (inventory / "host_vars" / "gpu1.yml").read_text()
     assert files.unchanged(assessment, str(dest))
+    # The page beside it is part of the output: one missing or stale is a change.
+    page = dest / "assessment.html"
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    page.write_text(page.read_text().replace("Enough cards?", "Enough GPUs?"))
+    assert not files.unchanged(assessment, str(dest))
+    page.unlink()
+    assert not files.unchanged(assessment, str(dest))
 
 
 def test_a_failed_publish_leaves_the_previous_assessment(tmp_path, worked):
@@ -196,9 +201,11 @@ def test_a_failed_publish_leaves_the_previous_assessment(tmp_path, worked):
     dest = tmp_path / "assess"
     dest.mkdir()
     (dest / "assessment.json").write_text("previous")
+    (dest / "assessment.html").write_text("previous page")
     with pytest.raises(ValueError, match="inventory .*: not found"):
         files.publish(assessment, str(tmp_path / "missing"), str(dest))
     assert (dest / "assessment.json").read_text() == "previous"
+    assert (dest / "assessment.html").read_text() == "previous page"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["assess"]
 
 

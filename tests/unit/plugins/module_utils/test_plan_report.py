@@ -271,7 +271,7 @@ def test_warnings_printed_already_are_counted_not_repeated(plan):
 
 def test_bar_text_is_black_or_white_whichever_reads_on_every_team_colour():
     for colour in list(plan_report.team_colours(["t%d" % n for n in range(24)]).values()) + ["#B0B0B0"]:
-        assert plan_report.contrast_ratio(colour, plan_report._text_colour(colour)) >= 4.5, colour
+        assert plan_report.contrast_ratio(colour, plan_report.text_colour(colour)) >= 4.5, colour
 
 
 def test_labels_are_cut_to_the_width_of_their_box():
