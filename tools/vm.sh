@@ -15,7 +15,8 @@
 # reboot needs. The guest's console goes to RUN_DIR/console.log.
 #
 # Variables: GPUSHARE_VM_MEMORY (MiB, default 1536), GPUSHARE_VM_CPUS (default 2),
-# GPUSHARE_VM_BOOT_TIMEOUT (seconds until SSH answers, default 420), and those of vm-image.sh.
+# GPUSHARE_VM_BOOT_TIMEOUT (seconds until SSH answers, default 1200: 90 s on an idle
+# machine, several minutes when other work takes the cores), and those of vm-image.sh.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -97,7 +98,7 @@ EOF
 
   local t1 timeout
   t1=$(date +%s)
-  timeout="${GPUSHARE_VM_BOOT_TIMEOUT:-420}"
+  timeout="${GPUSHARE_VM_BOOT_TIMEOUT:-1200}"
   # shellcheck disable=SC2046
   until ssh $(ssh_opts) -o BatchMode=yes true 2>/dev/null; do
     if ! kill -0 "$(cat "${run_dir}/qemu.pid" 2>/dev/null || echo 0)" 2>/dev/null; then
