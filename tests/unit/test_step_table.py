@@ -10,9 +10,9 @@ TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 
 def _steps(build, *args):
-    return subprocess.run(["bash", str(TOOLS / "steps.sh"), *args], env={"GPUSHARE_BUILD_DIR": str(build),
-                                                                        "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, check=False)
+    env = {"GPUSHARE_BUILD_DIR": str(build), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(["bash", str(TOOLS / "steps.sh"), *args], env=env, capture_output=True, text=True,
+                          check=False)
 
 
 def test_the_table_has_each_step_and_the_machine_s_busy_cpu(tmp_path):
