@@ -14,9 +14,10 @@ kubeletVersion after an upgrade, mean the new kubelet is there.
 
 from __future__ import annotations
 
-import datetime as _dt
-import re
 from typing import Any, List, Mapping, Optional
+
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.versions import parse_kubernetes_version
+from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes.cert_expiry import utc
 
 
 def ready_condition(node: Optional[Mapping[str, Any]]) -> Mapping[str, Any]:
@@ -25,30 +26,25 @@ def ready_condition(node: Optional[Mapping[str, Any]]) -> Mapping[str, Any]:
     return next((c for c in conditions if isinstance(c, Mapping) and c.get("type") == "Ready"), {})
 
 
-def _moment(text: str) -> Optional[_dt.datetime]:
-    try:
-        parsed = _dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=_dt.timezone.utc)
-
-
 def newer(heartbeat: str, than: str) -> bool:
     """Whether the RFC 3339 time ``heartbeat`` is after ``than``; any time is newer than none."""
     if not heartbeat:
         return False
     if not than:
         return True
-    after, before = _moment(heartbeat), _moment(than)
-    return after > before if after and before else heartbeat > than
+    try:
+        return utc(heartbeat) > utc(than)
+    except ValueError:  # not RFC 3339: the API server's own format compares as text
+        return heartbeat > than
 
 
 def version_matches(running: str, wanted: str) -> bool:
     """``1.36`` matches v1.36.3, ``1.36.1`` only v1.36.1; no wanted version matches any."""
-    wanted = str(wanted or "").strip().lstrip("v")
-    if not wanted:
+    if not str(wanted or "").strip():
         return True
-    return re.match(re.escape(wanted) + r"(\.|$)", str(running or "").strip().lstrip("v")) is not None
+    have, want = parse_kubernetes_version(running or ""), parse_kubernetes_version(wanted)
+    return bool(have and want and (have.major, have.minor) == (want.major, want.minor)
+                and want.patch in (None, have.patch))
 
 
 def restart_problems(now: Optional[Mapping[str, Any]], before: Optional[Mapping[str, Any]],
