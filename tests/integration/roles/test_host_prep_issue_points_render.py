@@ -217,7 +217,7 @@ def test_the_node_is_back_only_with_a_ready_heartbeat_newer_than_before_the_rebo
 
     def back(after):
         registered = {"__host_prep_node_probe": before, "__host_prep_node_after": after}
-        return renderer.holds(wait["until"], **wait["vars"], **registered)
+        return renderer.holds(wait["until"], **block["vars"], **registered)
 
     assert not back({"rc": 0, "stdout": json.dumps(_node("2026-12-06T10:00:00Z"))})  # the old kubelet's Ready
     assert not back({"rc": 0, "stdout": json.dumps(_node("2026-12-06T10:03:10Z", ready="Unknown"))})
