@@ -252,8 +252,8 @@ def test_a_team_with_an_admitted_workload_is_refused_unless_confirmed(day_two):
         k: v for k, v in hardware(last).items() if v}
     # The same run's second apply (host "again", after the prune) changes nothing: nothing is left
     # that the confirmation would let it delete.
-    assert _recap(confirmed.stdout, "again") == dict(_recap(confirmed.stdout, "again"), changed=0, failed=0), \
-        confirmed.stdout[-6000:]
+    again = _recap(confirmed.stdout, "again")
+    assert again == dict(again, changed=0, failed=0), confirmed.stdout[-6000:]
     assert "confirmed by gpushare_confirm_disruptive" not in confirmed.stdout.split("PLAY [Apply the plan again")[1]
 
 
