@@ -26,6 +26,12 @@ rm -rf "${top}/build/sanity"
 mkdir -p "${tree}"
 (cd "${top}" && git ls-files -z --cached --others --exclude-standard \
   | tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | (cd "${tree}" && tar -xf -)
+# kubernetes.core, whose module_utils and documentation fragment k8s_list uses, beside this
+# collection, where ansible-test looks for it; from the venv's `ansible` package, so at the
+# version the playbooks run with.
+site_packages=$("${venv}/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+mkdir -p "${top}/build/sanity/ansible_collections/kubernetes"
+cp -a "${site_packages}/ansible_collections/kubernetes/core" "${top}/build/sanity/ansible_collections/kubernetes/core"
 # ansible-test lists files through git when it finds a repository.
 (cd "${tree}" && git init -q && echo "/tests/output/" >> .git/info/exclude && git add -A && git -c user.name=sanity -c user.email=sanity@localhost commit -qm sanity)
 

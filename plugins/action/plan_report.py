@@ -244,30 +244,33 @@ class ActionModule(ActionBase):
         return plan_inventory(controller, per_host, groups, cohort=args["cohort"], errors=errors,
                               discovery_pending=args["discovery_pending"])
 
-    def _read(self, kubeconfig, task_vars, api_version, kind, **more):
-        """Every object of one kind, through kubernetes.core.k8s_info; none when the API is not served."""
-        module_args = dict(api_version=api_version, kind=kind, **more)
+    def _read(self, kubeconfig, task_vars, queries):
+        """The objects of every query (gpushare.cluster.k8s_list: one module process and one API
+        client for all of them); none for a kind the server does not serve."""
+        module_args = {"queries": queries}
         if kubeconfig:
             module_args["kubeconfig"] = kubeconfig
-        found = self._execute_module(module_name="kubernetes.core.k8s_info", module_args=module_args,
+        found = self._execute_module(module_name="gpushare.cluster.k8s_list", module_args=module_args,
                                      task_vars=task_vars)
         if found.get("failed"):
-            raise ValueError("gpushare_plan_compare=cluster: cannot read %s %s through %s: %s"
-                             % (api_version, kind, kubeconfig or "the default kubeconfig", found.get("msg")))
+            raise ValueError("gpushare_plan_compare=cluster: cannot read %s through %s: %s"
+                             % (", ".join(query["kind"] for query in queries), kubeconfig or "the default kubeconfig",
+                                found.get("msg")))
         # A CRD not installed yet (Kueue on a new cluster) has no objects (api_found: false).
-        return found.get("resources") or []
+        return [result.get("resources") or [] for result in found["results"]]
 
     def _cluster_state(self, kubeconfig, task_vars):
         """The live cluster: every object of the kinds a plan holds, the Nodes, Kueue's Workloads
         and the pods that have not finished (the ones a drain would evict)."""
-        objects = []
-        for kind, api_version in sorted(plan_changes.API_VERSIONS.items()):
-            objects += self._read(kubeconfig, task_vars, api_version, kind)
-        return plan_changes.cluster_state(
-            objects, self._read(kubeconfig, task_vars, "v1", "Node"),
-            self._read(kubeconfig, task_vars, plan_changes.WORKLOAD_API_VERSION, "Workload"),
-            self._read(kubeconfig, task_vars, "v1", "Pod",
-                       field_selectors=["status.phase!=Succeeded", "status.phase!=Failed"]))
+        kinds = sorted(plan_changes.API_VERSIONS.items())
+        listed = self._read(kubeconfig, task_vars, [{"api_version": api_version, "kind": kind}
+                                                    for kind, api_version in kinds] + [
+            {"api_version": "v1", "kind": "Node"},
+            {"api_version": plan_changes.WORKLOAD_API_VERSION, "kind": "Workload"},
+            {"api_version": "v1", "kind": "Pod", "field_selectors": ["status.phase!=Succeeded", "status.phase!=Failed"]}])
+        objects = [obj for resources in listed[:len(kinds)] for obj in resources]
+        nodes, workloads, pods = listed[len(kinds):]
+        return plan_changes.cluster_state(objects, nodes, workloads, pods)
 
     def _layer_values(self, hostvars, groups, errors):
         """The variables layer_checks reads, as each host sees them (role defaults included).

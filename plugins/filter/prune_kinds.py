@@ -12,13 +12,14 @@ version_added: 0.1.0
 description:
   - The C(api_version) and C(kind) of every kind the role applies from the plan, then C(ClusterQueue) and
     C(LocalQueue), which every role reads to judge whether a deletion would leave workloads without a queue.
-  - Loop M(kubernetes.core.k8s_info) over them and pass the results to P(gpushare.cluster.prune_plan#filter).
+  - List them with M(gpushare.cluster.k8s_list) (one module process for every kind; a loop of
+    M(kubernetes.core.k8s_info) gives the same results) and pass the results to P(gpushare.cluster.prune_plan#filter).
 extends_documentation_fragment:
   - gpushare.cluster.plan_filters.role
 """
 
 EXAMPLES = r"""
-# The whole sequence (list these kinds with kubernetes.core.k8s_info, then prune) is the example of
+# The whole sequence (list these kinds with gpushare.cluster.k8s_list, then prune) is the example of
 # gpushare.cluster.prune_plan.
 - name: Show which kinds the tenancy role reads before it prunes
   ansible.builtin.debug:

@@ -10,7 +10,7 @@ name: prune_plan
 short_description: The collection's objects a plan no longer holds, in deletion order, and what is refused
 version_added: 0.1.0
 description:
-  - Given the plan and the live objects of one add-on role's kinds (read with M(kubernetes.core.k8s_info),
+  - Given the plan and the live objects of one add-on role's kinds (read with M(gpushare.cluster.k8s_list),
     label selector C(app.kubernetes.io/managed-by=gpushare.cluster)), returns the objects to delete with
     M(kubernetes.core.k8s) C(state=absent), in a safe order, and the deletions refused because they would
     disrupt running work.
@@ -28,8 +28,8 @@ extends_documentation_fragment:
 options:
   listed:
     description:
-      - The live objects, as the results of M(kubernetes.core.k8s_info) looped over
-        P(gpushare.cluster.prune_kinds#filter) (or plain objects).
+      - The live objects, as the RV(gpushare.cluster.k8s_list#module:results) of P(gpushare.cluster.prune_kinds#filter)
+        (or the results of M(kubernetes.core.k8s_info) looped over them, or plain objects).
       - Items without C(kind) take the kind of their loop item.
     type: list
     elements: dict
@@ -51,13 +51,9 @@ options:
 """
 
 EXAMPLES = r"""
-- name: List the collection's objects of the role's kinds
-  kubernetes.core.k8s_info:
-    api_version: "{{ item.api_version }}"
-    kind: "{{ item.kind }}"
-    label_selectors:
-      - app.kubernetes.io/managed-by=gpushare.cluster
-  loop: "{{ 'kueue' | gpushare.cluster.prune_kinds }}"
+- name: List the collection's objects of the role's kinds, in one module process
+  gpushare.cluster.k8s_list:
+    queries: "{{ 'kueue' | gpushare.cluster.prune_kinds }}"
   register: listed
 
 - name: Work out what to delete

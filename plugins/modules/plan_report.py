@@ -125,8 +125,8 @@ options:
   kubeconfig:
     description:
       - Kubeconfig on the controller through which O(compare=cluster) reads the cluster with
-        M(kubernetes.core.k8s_info) (every object of the kinds a plan holds, the Nodes, Kueue's
-        Workloads and the pods that have not finished). Default is the client's default.
+        M(gpushare.cluster.k8s_list) (every object of the kinds a plan holds, the Nodes, Kueue's
+        Workloads and the pods that have not finished, with one API client). Default is the client's default.
     type: path
     version_added: 0.1.0
   write:

@@ -3,7 +3,7 @@ defaults and server metadata on every object), Kueue v0.19.2 (ClusterQueue usage
 
 Plan A (the example inventory) is applied with its ownership labels (stamped here when the plan
 does not carry them yet), a Job in the training team is admitted, then plan.yml reads the
-cluster through the kubeconfig with kubernetes.core.k8s_info: against plan A nothing differs
+cluster through the kubeconfig with gpushare.cluster.k8s_list: against plan A nothing differs
 (the server's defaults are not changes); against plan B (training removed) the training objects
 are deleted, its team is removed while its Workload is admitted, and that Workload loses its
 queue."""

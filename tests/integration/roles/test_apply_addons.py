@@ -132,7 +132,7 @@ def test_apply_installs_every_chart_and_object_of_the_plan(tmp_path):
     # the GPU node got the plan's labels after the operator was ready
     assert plan["nodes"]["gpu1"]["labels"].items() <= state["nodes"]["gpu1"]["labels"].items()
     modules = [c["module"] for c in state["calls"]]
-    assert set(modules) <= {"helm", "helm_info", "k8s", "k8s_info", "k8s_drain", "k8s_log"}
+    assert set(modules) <= {"helm", "helm_info", "k8s", "k8s_info", "k8s_list", "k8s_drain", "k8s_log"}
     first_label = next(i for i, c in enumerate(state["calls"]) if c.get("state") == "patched")
     policy_read = next(i for i, c in enumerate(state["calls"]) if c.get("kind") == "ClusterPolicy")
     assert policy_read < first_label

@@ -107,8 +107,10 @@ def test_a_run_deletes_the_owned_objects_the_plan_left_and_a_second_run_changes_
     left = _names(state["objects"])
     assert not set(GONE) & set(left)
     assert ("LocalQueue", "training", "by-hand") in left  # no ownership label: never touched
-    # every k8s_info asked for owned objects only
-    listings = [c for c in state["calls"] if c["module"] == "k8s_info" and c["kind"] != "Workload"]
+    # the role's kinds are listed in one module process, each asking for owned objects only
+    listings = [c for c in state["calls"] if c["module"] == "k8s_list" and c["kind"] != "Pod"]
+    assert [c["kind"] for c in listings] == [k["kind"] for k in prune.list_kinds("kueue")]
+    assert not [c for c in state["calls"] if c["module"] == "k8s_info" and c["kind"] != "Workload"]
     assert listings and all(c["label_selectors"] == ["%s=%s" % (ownership.MANAGED_BY_LABEL, ownership.MANAGED_BY)]
                             for c in listings)
     assert f"(plan generation {ownership.generation_of(before['objects'])})" in result.stdout
