@@ -107,10 +107,14 @@ def test_a_run_deletes_the_owned_objects_the_plan_left_and_a_second_run_changes_
     left = _names(state["objects"])
     assert not set(GONE) & set(left)
     assert ("LocalQueue", "training", "by-hand") in left  # no ownership label: never touched
-    # the role's kinds are listed in one module process, each asking for owned objects only
-    listings = [c for c in state["calls"] if c["module"] == "k8s_list" and c["kind"] != "Pod"]
-    assert [c["kind"] for c in listings] == [k["kind"] for k in prune.list_kinds("kueue")]
-    assert not [c for c in state["calls"] if c["module"] == "k8s_info" and c["kind"] != "Workload"]
+    # the role's kinds, then every Workload, are listed by k8s_list (one module process), the kinds
+    # asking for owned objects only; no k8s_info process lists anything
+    listed = [c for c in state["calls"] if c["module"] == "k8s_list" and c["kind"] != "Pod"]
+    assert [c["kind"] for c in listed] == [k["kind"] for k in prune.list_kinds("kueue")] + ["Workload"]
+    assert listed[-1] == {"module": "k8s_list", "api_version": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                          "label_selectors": [], "field_selectors": []}
+    assert not [c for c in state["calls"] if c["module"] == "k8s_info"]
+    listings = listed[:-1]
     assert listings and all(c["label_selectors"] == ["%s=%s" % (ownership.MANAGED_BY_LABEL, ownership.MANAGED_BY)]
                             for c in listings)
     assert f"(plan generation {ownership.generation_of(before['objects'])})" in result.stdout
