@@ -8,7 +8,9 @@ a node removed; day_two_plans.py). After each: the live objects the collection o
 the new plan's (same names, same generation label, nothing stale), the ClusterQueues' nominal
 quotas add up to the new plan's GPUs, and a second apply reports changed=0. Then a team with an
 admitted workload is removed: refused without gpushare_confirm_disruptive (nothing deleted),
-pruned with it. Objects made by hand without the ownership label survive all of it.
+pruned with it. Objects made by hand without the ownership label survive all of it. Last, the
+gpu_operator relabel on the same control plane leaves the driver manager's pause of a node's DRA
+plugin label alone while it corrects a drifted plan label.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ import pytest
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import addon_files
 from ansible_collections.gpushare.cluster.plugins.module_utils.render import helm_values
 from ansible_collections.gpushare.cluster.plugins.module_utils._common import ownership
+from ansible_collections.gpushare.cluster.plugins.module_utils._common.vocabulary import (
+    DRA_PLUGIN_LABEL, DRIVER_UPGRADE_PAUSED)
 from ansible_collections.gpushare.cluster.plugins.module_utils.changes import prune
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 
@@ -35,6 +39,7 @@ import day_two_plans
 from rehearsal_env import collection_path
 
 PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "day_two.yml"
+RELABEL = Path(__file__).resolve().parent / "playbooks" / "relabel.yml"
 SELECTOR = urllib.parse.quote("%s=%s" % (ownership.MANAGED_BY_LABEL, ownership.MANAGED_BY))
 HAND_MADE = [
     ("kueue.x-k8s.io/v1beta2", "localqueues", {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
@@ -116,7 +121,7 @@ class DayTwo:
         self.directory = directory
         self.runs = 0
 
-    def apply(self, plan, *extra):
+    def apply(self, plan, *extra, playbook=PLAYBOOK):
         self.runs += 1
         run_dir = self.directory / ("run-%02d" % self.runs)
         run_dir.mkdir()
@@ -130,7 +135,7 @@ class DayTwo:
                      "kwok_annotation": self.info["kwok_node_annotation"],
                      "ansible_python_interpreter": sys.executable}
         command = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "apply,again,", "-c", "local",
-                   "-e", json.dumps(variables), str(PLAYBOOK), *extra]
+                   "-e", json.dumps(variables), str(playbook), *extra]
         started = time.monotonic()
         result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900, check=False)
         (run_dir / "stdout.txt").write_text(result.stdout + result.stderr)
@@ -264,3 +269,33 @@ def test_objects_without_the_ownership_label_survive_every_prune(day_two):
         namespace = obj["metadata"].get("namespace")
         status, _body = rc.api_request(info, "GET", _path(api_version, plural, namespace, obj["metadata"]["name"]))
         assert status == 200, "%s %s was deleted" % (obj["kind"], obj["metadata"]["name"])
+
+
+def test_the_driver_manager_s_pause_survives_a_relabel(day_two):
+    """While k8s-driver-manager reloads the driver it sets the DRA kubelet plugin's label to
+    ``paused-for-driver-upgrade`` and puts ``true`` back afterwards (k8s-driver-manager v0.12.0,
+    ``maybeSetPaused``; docs/operations.md): the relabel leaves that state alone on the real API
+    server, while it does put back a plan label that drifted on the same node."""
+    cluster, last = day_two["cluster"], day_two["last"]
+    info = cluster.info
+    node = next(host for host, entry in sorted(last["nodes"].items()) if entry.get("gpus"))
+    wanted = helm_values.node_labels(last)[node]
+    drifted = next(key for key in sorted(last["nodes"][node]["labels"]) if key.startswith("gpushare.io/"))
+    patch = {"metadata": {"labels": dict(wanted, **{DRA_PLUGIN_LABEL: DRIVER_UPGRADE_PAUSED, drifted: "stale"})}}
+    status, body = rc.api_request(info, "PATCH", "/api/v1/nodes/" + node, patch,
+                                  content_type="application/merge-patch+json")
+    assert status == 200, body
+    try:
+        relabelled = cluster.apply(last, playbook=RELABEL)
+        assert relabelled.returncode == 0, relabelled.stdout[-6000:]
+        assert _recap(relabelled.stdout, "apply")["changed"] > 0
+        _status, labels = rc.api_request(info, "GET", "/api/v1/nodes/" + node)
+        labels = labels["metadata"]["labels"]
+        assert labels[drifted] == wanted[drifted]  # the drift was put back
+        assert labels[DRA_PLUGIN_LABEL] == DRIVER_UPGRADE_PAUSED  # the driver manager's state was not
+        again = cluster.apply(last, playbook=RELABEL)
+        assert _recap(again.stdout, "apply") == dict(_recap(again.stdout, "apply"), changed=0, failed=0), \
+            again.stdout[-4000:]
+    finally:
+        rc.api_request(info, "PATCH", "/api/v1/nodes/" + node, {"metadata": {"labels": wanted}},
+                       content_type="application/merge-patch+json")
