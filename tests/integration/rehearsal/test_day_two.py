@@ -294,8 +294,8 @@ def test_the_driver_manager_s_pause_survives_a_relabel(day_two):
         assert labels[drifted] == wanted[drifted]  # the drift was put back
         assert labels[DRA_PLUGIN_LABEL] == DRIVER_UPGRADE_PAUSED  # the driver manager's state was not
         again = cluster.apply(last, playbook=RELABEL)
-        assert _recap(again.stdout, "apply") == dict(_recap(again.stdout, "apply"), changed=0, failed=0), \
-            again.stdout[-4000:]
+        recap = _recap(again.stdout, "apply")
+        assert recap == dict(recap, changed=0, failed=0), again.stdout[-4000:]
     finally:
         rc.api_request(info, "PATCH", "/api/v1/nodes/" + node, {"metadata": {"labels": wanted}},
                        content_type="application/merge-patch+json")
