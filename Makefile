@@ -150,7 +150,9 @@ install-check: build ## Install the built tarball and list its plugins with ansi
 #   rehearsal: the Go build of the rehearsal binaries, then the rehearsal tests (two xdist workers:
 #              they mostly wait on the control plane), the critical path on a new machine;
 #   checks:    venv (after the system packages), unit, integration, lint, sanity, install-check;
-#   hosts:     the Molecule and VM images (debootstrap), the VM scenario, the container scenarios.
+#   hosts:     the Molecule and VM images (debootstrap), the VM scenario.
+# The container scenarios then come from one queue (tools/scenario_queue.sh): every lane, once its
+# own steps are done, takes the next scenario nobody has taken, so they overlap with the slowest lane.
 # The Go build starts at once (Go is part of the machine) while apt, pip and debootstrap mostly wait
 # on the network; the rehearsal lane runs at normal priority and the other two under `nice`, so the
 # two cores go to the critical path first and to the rest whenever it waits. Each step is timed by
@@ -163,12 +165,13 @@ REHEARSAL_XDIST = -n 2 --dist loadscope
 
 test: ## Everything CI runs, ending with the table of each step's wall and CPU time
 	@bash tools/steps.sh begin
+	@rm -rf $(MOLECULE_QUEUE)
 	@rc=0; $(MAKE) --no-print-directory -j3 -k -Otarget ci || rc=$$?; bash tools/steps.sh table; exit $$rc
 
 .PHONY: ci ci-deps ci-venv ci-lint ci-sanity ci-unit ci-integration ci-rehearsal-binaries ci-rehearsal-test \
-	ci-images ci-vm-image ci-vm-test ci-install-check ci-molecule
+	ci-images ci-vm-image ci-vm-test ci-install-check ci-molecule-rehearsal ci-molecule-checks ci-molecule-hosts
 
-ci: ci-rehearsal-test ci-install-check ci-molecule
+ci: ci-molecule-rehearsal ci-molecule-checks ci-molecule-hosts
 
 # rehearsal lane
 ci-rehearsal-binaries:
@@ -200,11 +203,17 @@ ci-vm-image: ci-images
 	@$(STEP) vm-image $(NICE) bash tools/vm-image.sh >/dev/null
 ci-vm-test: ci-vm-image ci-venv
 	@$(STEP) vm-test $(NICE) $(BIN)/molecule test -s vm
-# The container scenarios one after another (they share the image and the podman store), each a step.
-ci-molecule: ci-vm-test
-	@rc=0; for scenario in $(MOLECULE_SCENARIOS); do \
-	  $(STEP) molecule-$$scenario $(NICE) $(BIN)/molecule test -s $$scenario || rc=1; \
-	done; exit $$rc
+
+# The container scenarios, each a step, from the queue every lane takes from once its own steps are
+# done (they share the Molecule image, so each waits for it and for the venv).
+MOLECULE_QUEUE := $(BUILD)/molecule-queue
+SCENARIO_QUEUE = bash tools/scenario_queue.sh $(MOLECULE_QUEUE) $(BIN)/molecule $(MOLECULE_SCENARIOS)
+ci-molecule-rehearsal: ci-rehearsal-test ci-images ci-venv
+	@$(SCENARIO_QUEUE)
+ci-molecule-checks: ci-install-check ci-images
+	@$(SCENARIO_QUEUE)
+ci-molecule-hosts: ci-vm-test
+	@$(SCENARIO_QUEUE)
 
 clean: ## Remove build output (keeps .venv)
 	rm -rf $(BUILD)

@@ -29,3 +29,25 @@ def test_the_table_has_each_step_and_the_machine_s_busy_cpu(tmp_path):
     assert cores >= 1 and 0 <= seconds  # the spin's half second may round down to 0 on an idle machine
     assert [line.split("\t")[:2] for line in (tmp_path / "steps.tsv").read_text().splitlines()
             if line.startswith("machine")] == [["machine", "begin"], ["machine", "end"]]
+
+
+def test_the_scenario_queue_runs_each_scenario_once_across_lanes(tmp_path):
+    """Three lanes take from one queue at once: every scenario runs exactly once, as a step, and a lane
+    whose scenario failed exits 1 after running the rest it claimed."""
+    ran = tmp_path / "ran"
+    molecule = tmp_path / "molecule"
+    # Stands in for `molecule test -s NAME`: records the scenario, takes a moment, fails for "broken".
+    molecule.write_text('#!/bin/sh\necho "$3" >> "$RAN"\nsleep 0.2\n[ "$3" != broken ]\n')
+    molecule.chmod(0o755)
+    scenarios = ["airgap_host", "broken", "containerd", "host_prep", "kubeadm", "microk8s", "smoke"]
+    env = {"GPUSHARE_BUILD_DIR": str(tmp_path / "build"), "PATH": "/usr/bin:/bin", "RAN": str(ran)}
+    assert _steps(tmp_path / "build", "begin").returncode == 0
+    lanes = [subprocess.Popen(["bash", str(TOOLS / "scenario_queue.sh"), str(tmp_path / "queue"), str(molecule),
+                               *scenarios], env=env, cwd=tmp_path) for _ in range(3)]
+    codes = [lane.wait(timeout=60) for lane in lanes]
+    assert sorted(ran.read_text().split()) == scenarios
+    assert sorted(codes) == [0, 0, 1]
+    steps = [line.split("\t") for line in (tmp_path / "build" / "steps.tsv").read_text().splitlines()
+             if line.startswith("step\t")]
+    assert sorted(step[1] for step in steps) == [f"molecule-{name}" for name in scenarios]
+    assert {step[1]: step[4] for step in steps}["molecule-broken"] == "1"
