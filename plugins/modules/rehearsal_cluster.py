@@ -141,7 +141,13 @@ logs:
   returned: state=started
   type: dict
 pki:
-  description: The CA and admin certificate files (the CA key signs team users' certificates).
+  description: >-
+    The CA and admin certificate files (the CA key signs team users' certificates), and the etcd CA and
+    the API server's etcd client certificate (etcdctl against the rehearsal's etcd).
+  returned: state=started
+  type: dict
+commands:
+  description: The command line each component was started with (its binary and flags).
   returned: state=started
   type: dict
 kwok_node_annotation:

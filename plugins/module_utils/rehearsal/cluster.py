@@ -12,6 +12,8 @@ pytest fixtures under ``tests/integration/rehearsal``)::
     info = rc.start("/tmp/r1", kueue_configuration={...}, bin_dir=built["bin_dir"])
     info["kubeconfig"]        # admin kubeconfig (absolute path), info["server"], info["pids"]
     rc.user_kubeconfig("/tmp/r1", "alice", ["team-data"])   # a team user's client certificate
+    rc.stop_components("/tmp/r1", ["kube-apiserver", "etcd"])   # only these, in this order
+    rc.start_components("/tmp/r1", ["etcd", "kube-apiserver"])  # the same command lines, each waited ready
     rc.stop("/tmp/r1")        # kills exactly the processes start() recorded; idempotent
 
 The command line ``python tools/rehearsal.py build|start|stop|user`` (used by ``make rehearsal-binaries``)
@@ -813,7 +815,8 @@ def _spawn(name: str, argv: List[str], log_path: str, state: Dict[str, Any], sta
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True, cwd=state["dir"])
     _CHILDREN[proc.pid] = proc
-    state["processes"][name] = {"pid": proc.pid, "start_time": _proc_start_time(proc.pid), "argv0": argv[0], "log": log_path}
+    state["processes"][name] = {"pid": proc.pid, "start_time": _proc_start_time(proc.pid), "argv0": argv[0], "argv": list(argv),
+                                "log": log_path}
     _save_state(state_path, state)
 
 
@@ -873,6 +876,42 @@ def stop(directory: str, grace: float = 10.0) -> Dict[str, Any]:
     state["running"] = False
     _save_state(state_path, state)
     return {"changed": bool(stopped), "dir": directory, "stopped": stopped}
+
+
+def stop_components(directory: str, names: Sequence[str], grace: float = 10.0) -> List[str]:
+    """Stop only the components ``names`` of the rehearsal in ``directory``, in that order, and
+    leave the others running: what a kubelet does to the static pods whose manifests leave
+    /etc/kubernetes/manifests (playbooks/etcd_restore.yml stops the API server, the controller
+    manager and the scheduler, then etcd). Returns the names that were running.
+    :func:`start_components` starts them again."""
+    directory = os.path.abspath(os.path.expanduser(directory))
+    state = _read_json(os.path.join(directory, "state.json")) or {}
+    unknown = [name for name in names if name not in (state.get("processes") or {})]
+    if unknown:
+        raise RehearsalError(f"{directory}: no recorded {', '.join(unknown)} to stop")
+    return [name for name in names if _kill(state["processes"][name], grace)]
+
+
+def start_components(directory: str, names: Sequence[str], timeout: float = 120.0) -> Dict[str, Any]:
+    """Start the stopped components ``names`` again, in that order, each with the command line
+    :func:`start` gave it (same ports, data directory and certificates), and wait until each is
+    ready as :func:`start` waits for it. A component still running is refused. Returns :func:`info`."""
+    directory = os.path.abspath(os.path.expanduser(directory))
+    d = _layout(directory)
+    state = _read_json(d["state"])
+    if not state:
+        raise RehearsalError(f"{directory}: no rehearsal recorded there")
+    deadline = time.monotonic() + float(timeout)
+    for name in names:
+        entry = (state.get("processes") or {}).get(name)
+        if not entry or not entry.get("argv"):
+            raise RehearsalError(f"{directory}: no command line of {name} recorded to start it again")
+        if _alive(int(entry["pid"]), entry.get("start_time")):
+            raise RehearsalError(f"{directory}: {name} is still running (pid {entry['pid']}); stop it first")
+        check = _ready_check(name, d, state["ports"], state["server"])
+        _spawn(name, list(entry["argv"]), entry["log"], state, d["state"])
+        _wait(name, check, deadline, entry["log"], state["processes"][name])
+    return _info(d, state)
 
 
 def running(directory: str) -> Dict[str, bool]:
@@ -1170,14 +1209,11 @@ def _start_all(d, ports, state, info, bin_dir, share_dir, deadline, kueue_config
         return os.path.join(logs, f"{name}.log")
 
     _spawn("etcd", [b("etcd")] + etcd_flags(d, ports), logp("etcd"), state, d["state"])
-    etcd_ctx = _ssl_context(d["etcd_ca_crt"], d["apiserver_etcd_client_crt"], d["apiserver_etcd_client_key"])
-    _wait("etcd", lambda: _ok(http_get(f"https://127.0.0.1:{ports['etcd']}/health", etcd_ctx), '"health":"true"'),
-          deadline, logp("etcd"), state["processes"]["etcd"])
+    _wait("etcd", _ready_check("etcd", d, ports, info["server"]), deadline, logp("etcd"), state["processes"]["etcd"])
 
     _spawn("kube-apiserver", [b("kube-apiserver")] + apiserver_flags(d, ports, gates, apiserver_args), logp("kube-apiserver"),
            state, d["state"])
-    admin_ctx = _ssl_context(d["ca_crt"], d["admin_crt"], d["admin_key"])
-    _wait("kube-apiserver", lambda: _ok(http_get(f"{info['server']}/readyz", admin_ctx)), deadline, logp("kube-apiserver"),
+    _wait("kube-apiserver", _ready_check("kube-apiserver", d, ports, info["server"]), deadline, logp("kube-apiserver"),
           state["processes"]["kube-apiserver"])
 
     _spawn("kube-controller-manager", [b("kube-controller-manager")] + controller_manager_flags(d, ports, gates, controller_manager_args),
@@ -1206,15 +1242,8 @@ def _start_all(d, ports, state, info, bin_dir, share_dir, deadline, kueue_config
     _write(d["kueue_config"], (json.dumps(config, indent=2) + "\n").encode(), 0o644)
     _spawn("kueue", _kueue_argv(b("kueue"), d), logp("kueue"), state, d["state"])
 
-    kcm_ctx = _ssl_context(d["ca_crt"])
-    _wait("kube-controller-manager", lambda: _ok(http_get(f"https://127.0.0.1:{ports['controller_manager']}/healthz", kcm_ctx)),
-          deadline, logp("kube-controller-manager"), state["processes"]["kube-controller-manager"])
-    _wait("kube-scheduler", lambda: _ok(http_get(f"https://127.0.0.1:{ports['scheduler']}/healthz", kcm_ctx)),
-          deadline, logp("kube-scheduler"), state["processes"]["kube-scheduler"])
-    _wait("kwok", lambda: _ok(http_get(f"http://127.0.0.1:{ports['kwok']}/healthz")), deadline, logp("kwok"),
-          state["processes"]["kwok"])
-    _wait("kueue", lambda: _ok(http_get(f"http://127.0.0.1:{ports['kueue_health']}/readyz")), deadline, logp("kueue"),
-          state["processes"]["kueue"])
+    for name in ("kube-controller-manager", "kube-scheduler", "kwok", "kueue"):
+        _wait(name, _ready_check(name, d, ports, info["server"]), deadline, logp(name), state["processes"][name])
     apply_objects(info, kueue_webhooks(share_dir, webhook_url, ca_pem))
     for kind, path, obj in _probe_objects():
         _wait(f"kueue ({kind} webhook)", lambda p=path, o=obj: _created(api_request(info, "POST", p + "?dryRun=All", o)),
@@ -1224,6 +1253,28 @@ def _start_all(d, ports, state, info, bin_dir, share_dir, deadline, kueue_config
     _wait("kube-controller-manager (serviceaccount controller)",
           lambda: _ok(api_request(info, "GET", "/api/v1/namespaces/default/serviceaccounts/default")),
           deadline, logp("kube-controller-manager"), state["processes"]["kube-controller-manager"], what="working")
+
+
+def _ready_check(name: str, d: Mapping[str, str], ports: Mapping[str, int], server: str):
+    """What :func:`start` waits on for component ``name``: a callable answering (ready, last answer).
+
+    etcd /health (with the API server's etcd client certificate), kube-apiserver /readyz (as the
+    admin), the controller manager's and the scheduler's /healthz, kwok's /healthz, Kueue's /readyz.
+    """
+    if name == "etcd":
+        context = _ssl_context(d["etcd_ca_crt"], d["apiserver_etcd_client_crt"], d["apiserver_etcd_client_key"])
+        return lambda: _ok(http_get(f"https://127.0.0.1:{ports['etcd']}/health", context), '"health":"true"')
+    if name == "kube-apiserver":
+        context = _ssl_context(d["ca_crt"], d["admin_crt"], d["admin_key"])
+        return lambda: _ok(http_get(f"{server}/readyz", context))
+    if name in ("kube-controller-manager", "kube-scheduler"):
+        port = ports["controller_manager" if name == "kube-controller-manager" else "scheduler"]
+        context = _ssl_context(d["ca_crt"])
+        return lambda: _ok(http_get(f"https://127.0.0.1:{port}/healthz", context))
+    if name in ("kwok", "kueue"):
+        url = f"http://127.0.0.1:{ports['kwok']}/healthz" if name == "kwok" else f"http://127.0.0.1:{ports['kueue_health']}/readyz"
+        return lambda: _ok(http_get(url))
+    raise RehearsalError(f"{name!r} is not a rehearsal component ({', '.join(START_ORDER)})")
 
 
 def _kueue_namespace(configuration: Optional[Mapping[str, Any]]) -> str:
@@ -1271,7 +1322,10 @@ def _info(d: Mapping[str, str], state: Mapping[str, Any]) -> Dict[str, Any]:
         "share_dir": state["share_dir"], "ports": dict(state["ports"]), "versions": dict(state.get("versions") or {}),
         "pids": {name: entry["pid"] for name, entry in state["processes"].items()},
         "logs": {name: entry["log"] for name, entry in state["processes"].items()},
-        "pki": {"ca_crt": d["ca_crt"], "ca_key": d["ca_key"], "admin_crt": d["admin_crt"], "admin_key": d["admin_key"]},
+        "pki": {"ca_crt": d["ca_crt"], "ca_key": d["ca_key"], "admin_crt": d["admin_crt"], "admin_key": d["admin_key"],
+                "etcd_ca_crt": d["etcd_ca_crt"], "etcd_client_crt": d["apiserver_etcd_client_crt"],
+                "etcd_client_key": d["apiserver_etcd_client_key"]},
+        "commands": {name: list(entry.get("argv") or []) for name, entry in state["processes"].items()},
         "kwok_node_annotation": {KWOK_ANNOTATION: KWOK_ANNOTATION_VALUE},
         "kueue_config": d["kueue_config"], "ready_seconds": state.get("ready_seconds"),
     }

@@ -7,8 +7,8 @@ restored with etcdutl into a new data directory, and a second etcd started on it
 the keys written before the snapshot.
 
 etcd is the rehearsal's (roles/rehearsal, built into ~/.cache/gpushare/rehearsal/<key>/bin);
-etcdctl and etcdutl of the same release are built from the Go modules of ./go. Without
-those binaries (or go, openssl) the tests skip and say why.
+etcdctl and etcdutl of the same release are built from the Go modules of ./go
+(tests/support/etcd_tools.py). Without those binaries (or go, openssl) the tests skip and say why.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import sys
 import time
 from pathlib import Path
 
-import jinja2
 import pytest
 import yaml
 
@@ -32,11 +31,9 @@ sys.path.insert(0, str(REPO_ROOT / "tests" / "integration" / "rehearsal"))
 
 from rehearsal_env import GO_DIR, cache_root, rc  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.gpushare.cluster.plugins.module_utils.kubernetes import etcd_restore  # noqa: E402  pylint: disable=wrong-import-position
+import etcd_tools  # noqa: E402  pylint: disable=wrong-import-position  # tests/support
 import mistakes  # noqa: E402  pylint: disable=wrong-import-position  # tests/support
 import runner  # noqa: E402  pylint: disable=wrong-import-position  # tests/support
-
-ROLE = REPO_ROOT / "roles" / "kubeadm"
-TOOLS_DIR = Path(os.path.expanduser(os.environ.get("GPUSHARE_ETCD_TOOLS", "~/.cache/gpushare/etcd-tools/v3.6.16")))
 
 
 def _free_port():
@@ -52,13 +49,7 @@ def binaries():
         pytest.skip(f"no rehearsal etcd at {etcd}: build the rehearsal binaries (make rehearsal-binaries)")
     if shutil.which("openssl") is None:
         pytest.skip("openssl is needed to make the etcd certificates")
-    if not all(os.access(TOOLS_DIR / name, os.X_OK) for name in ("etcdctl", "etcdutl")):
-        if shutil.which("go") is None:
-            pytest.skip("etcdctl/etcdutl are not built and there is no go to build them")
-        TOOLS_DIR.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["go", "build", "-trimpath", "-o", str(TOOLS_DIR) + "/", "go.etcd.io/etcd/etcdctl/v3",
-                        "go.etcd.io/etcd/etcdutl/v3"], cwd=HERE / "go", check=True)
-    return {"etcd": str(etcd), "etcdctl": str(TOOLS_DIR / "etcdctl"), "etcdutl": str(TOOLS_DIR / "etcdutl")}
+    return {"etcd": str(etcd), **etcd_tools.tools()}
 
 
 def _openssl(*args, cwd):
@@ -119,14 +110,7 @@ def wait_healthy(binaries, pki, endpoint):
 @pytest.fixture(scope="module")
 def script(tmp_path_factory):
     """The role's template rendered with its own defaults."""
-    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text(encoding="utf-8"))
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROLE / "templates")), undefined=jinja2.StrictUndefined,
-                             keep_trailing_newline=True)
-    text = env.get_template("gpushare-etcd-snapshot.sh.j2").render(**defaults)
-    path = tmp_path_factory.mktemp("script") / "gpushare-etcd-snapshot"
-    path.write_text(text, encoding="utf-8")
-    path.chmod(0o755)
-    return path
+    return etcd_tools.snapshot_script(tmp_path_factory.mktemp("script"))
 
 
 def run_script(script, binaries, pki, endpoint, backup_dir, keep):

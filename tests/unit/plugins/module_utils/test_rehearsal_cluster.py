@@ -240,6 +240,37 @@ def test_stop_signals_only_the_recorded_process_and_is_idempotent(tmp_path):
         ours.wait()
 
 
+def test_stop_components_stops_only_the_named_ones_and_start_components_refuses_what_it_cannot_start(tmp_path):
+    api = subprocess.Popen(["sleep", "30"])
+    etcd = subprocess.Popen(["sleep", "30"])
+    try:
+        state = {"server": "https://127.0.0.1:1", "ports": {"etcd": 1}, "processes": {
+            "etcd": {"pid": etcd.pid, "start_time": rc._proc_start_time(etcd.pid), "argv": ["sleep", "30"], "log": "etcd.log"},
+            "kube-apiserver": {"pid": api.pid, "start_time": rc._proc_start_time(api.pid), "argv": ["sleep", "30"],
+                               "log": "kube-apiserver.log"},
+            "kube-proxy": {"pid": api.pid, "start_time": "1", "argv": ["true"], "log": "kube-proxy.log"},
+            "kwok": {"pid": api.pid, "start_time": "1", "log": "kwok.log"},
+        }}
+        (tmp_path / "state.json").write_text(json.dumps(state))
+        with pytest.raises(rc.RehearsalError, match="no recorded kube-nothing to stop"):
+            rc.stop_components(str(tmp_path), ["kube-nothing"])
+        assert rc.stop_components(str(tmp_path), ["kube-apiserver"], grace=5) == ["kube-apiserver"]
+        assert api.wait(timeout=5) is not None and etcd.poll() is None
+        assert rc.stop_components(str(tmp_path), ["kube-apiserver"]) == []
+        # Still running, started without its command line recorded, not a rehearsal component:
+        # refused before anything is started.
+        for name, message in (("etcd", "etcd is still running"), ("kwok", "no command line of kwok recorded"),
+                              ("kube-proxy", "'kube-proxy' is not a rehearsal component")):
+            with pytest.raises(rc.RehearsalError, match=message):
+                rc.start_components(str(tmp_path), [name])
+        assert json.loads((tmp_path / "state.json").read_text())["processes"] == state["processes"]
+    finally:
+        api.kill()
+        etcd.kill()
+        api.wait()
+        etcd.wait()
+
+
 def test_start_refuses_missing_binaries(tmp_path):
     (tmp_path / "bin").mkdir()
     with pytest.raises(rc.RehearsalError, match="missing kube-apiserver, kube-controller-manager"):
