@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.figures import (
     KINDS, UNASSIGNED, Card, Thresholds, attach_processes, card_figures, card_interval, heat_map, peak_concurrency)
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.proposal import (
-    capacity, card_demand, card_team, propose_card)
+    CANNOT_DECIDE, capacity, card_demand, card_team, propose_card, propose_card_without_processes)
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.samples import (
     AssessDataError, HostSamples, time_text, without_cycle_collection)
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog
@@ -54,8 +54,9 @@ def build_cards(samples: HostSamples, today: Dict[int, Mapping[str, Any]], error
                 problems.append("host %s, GPU %d: nvidia-smi names it %r, which the catalog does not know; using the "
                                 "inventory's model %s" % (samples.host, index, last.name, model.key))
         if model is None:
-            errors.append("host %s, file %s, GPU %d: unknown GPU name %r; set its model in gpushare_gpus (a catalog "
-                          "key such as %s)" % (samples.host, last.first_seen, index, last.name,
+            where = last.first_seen if last.first_seen.startswith("series ") else "file " + last.first_seen
+            errors.append("host %s, %s, GPU %d: unknown GPU name %r; set its model in gpushare_gpus (a catalog "
+                          "key such as %s)" % (samples.host, where, index, last.name,
                                                ", ".join(sorted(catalog.MODELS)[:4])))
             continue
         times: List[float] = []
@@ -68,7 +69,8 @@ def build_cards(samples: HostSamples, today: Dict[int, Mapping[str, Any]], error
         team = declared.get("team")
         card = Card(samples.host, index, [s.uuid for s in seen], last.name, model.key, model.mig_capable,
                     last.memory_total_mib, str(team) if team else None, card_interval(times), times, utilization,
-                    memory)
+                    memory, process_data=samples.process_data,
+                    entry_today={key: declared[key] for key in ("use", "mig", "replicas") if key in declared})
         for series in seen:
             cards[series.uuid] = card
     for index in sorted(set(today) - set(by_index)):
@@ -116,22 +118,35 @@ def _suggestion(team: str, figures: Dict[str, Any], priorities: Dict[str, Any]) 
     return "nominal quota %d GPU(s) (the proposal's); its busiest hour asked %.2f, so it can lend" % (owned, peak)
 
 
+# Where the samples came from, as assessment.json's ``source`` and the messages name it.
+SAMPLES_SOURCE = {"kind": "samples", "clock": "each host's own"}
+
+
 def assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mapping[str, Any],
            teams: Sequence[Mapping[str, Any]], users: Mapping[str, str],
-           limits: Thresholds = Thresholds(), problems: Optional[List[str]] = None) -> Dict[str, Any]:
+           limits: Thresholds = Thresholds(), problems: Optional[List[str]] = None,
+           source: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The assessment of every host (None: the host has no samples) as assessment.json holds it.
 
     ``gpus_today``: host -> its ``gpushare_gpus`` (may be missing); ``teams``: ``gpushare_teams``;
-    ``users``: ``gpushare_assess_users``. Raises AssessDataError naming every host, file, line or
-    GPU that keeps the proposal from being made.
+    ``users``: ``gpushare_assess_users``; ``source``: where the samples came from (default the
+    nvidia-smi files; ``kind: prometheus`` with its ``url``). Raises AssessDataError naming every
+    host, file, line or GPU that keeps the proposal from being made.
     """
     with without_cycle_collection():
-        return _assess(host_samples, gpus_today, teams, users, limits, problems)
+        return _assess(host_samples, gpus_today, teams, users, limits, problems, dict(source or SAMPLES_SOURCE))
+
+
+def _no_samples(host: str, source: Mapping[str, Any]) -> str:
+    if source.get("kind") == "prometheus":
+        return ("host %s: no GPU series in Prometheus (DCGM_FI_DEV_GPU_UTIL with hostname or Hostname %s); its GPUs "
+                "keep their inventory entries" % (host, host))
+    return "host %s: no samples (no file under the samples directory); its GPUs keep their inventory entries" % host
 
 
 def _assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mapping[str, Any],
             teams: Sequence[Mapping[str, Any]], users: Mapping[str, str],
-            limits: Thresholds, problems: Optional[List[str]]) -> Dict[str, Any]:
+            limits: Thresholds, problems: Optional[List[str]], source: Dict[str, Any]) -> Dict[str, Any]:
     problems = list(problems or [])
     errors: List[str] = []
     team_names = [str(team.get("name")) for team in teams or [] if isinstance(team, Mapping)]
@@ -145,8 +160,7 @@ def _assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mappi
         samples = host_samples[host]
         today = _inventory_by_index(host, gpus_today.get(host), errors)
         if samples is None or not samples.gpus:
-            problems.append("host %s: no samples (no file under the samples directory); its GPUs keep their inventory "
-                            "entries" % host)
+            problems.append(_no_samples(host, source))
             continue
         problems.extend(samples.problems)
         by_uuid = build_cards(samples, today, errors, problems)
@@ -155,7 +169,10 @@ def _assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mappi
             if card not in cards:
                 cards.append(card)
     if not cards and not errors:
-        errors.append("no host has samples: nothing to assess (gpushare_assess_samples_dir/<host>/gpus*.csv)")
+        errors.append("no host has samples: nothing to assess (%s)" % (
+            "no DCGM_FI_DEV_GPU_UTIL series of these hosts at %s" % source.get("url")
+            if source.get("kind") == "prometheus" else "gpushare_assess_samples_dir/<host>/gpus*.csv"))
+        errors.extend(problems)  # why no host has any: names not matched, hosts without data
     demand: Dict[int, Dict[str, float]] = {}
     entries = []
     for card in cards:
@@ -174,11 +191,15 @@ def _assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mappi
             team = None
         if team is None:
             continue
-        entry, why, placed = propose_card(card, team, figures, limits)
+        if card.process_data:
+            entry, why, placed = propose_card(card, team, figures, limits)
+        else:
+            entry, why, placed = propose_card_without_processes(card, team, figures, limits)
         entries.append({"host": card.host, "index": card.index, "uuid": card.uuids[-1], "uuids": card.uuids,
                         "name": card.name, "model": card.model, "team_today": card.team_today,
                         "teams": {name: round(value, 1) for name, value in sorted(team_share.items())},
-                        "figures": figures, "proposed": entry, "why": why, "mig_layout": placed})
+                        "figures": figures, "proposed": entry, "why": why, "mig_layout": placed,
+                        "cannot_decide": [] if card.process_data else list(CANNOT_DECIDE)})
     if errors:
         raise AssessDataError("the samples cannot be assessed, %d problem(s):\n- %s"
                               % (len(errors), "\n- ".join(errors)))
@@ -197,6 +218,7 @@ def _assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mappi
     for entry in entries:
         hosts.setdefault(entry["host"], []).append(entry)
     return {
+        "source": source,
         "window": {"from": time_text(start), "to": time_text(end), "hours": round(window_hours, 1)},
         "thresholds": dict(vars(limits)),
         "gpus": entries,

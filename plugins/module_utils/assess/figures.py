@@ -87,6 +87,10 @@ class Card:
     utilization: List[int]
     memory_used: List[int]
     processes: List[Process] = field(default_factory=list)
+    # False: the source has no per-process data, so ``processes`` is empty by necessity.
+    process_data: bool = True
+    # The card's gpushare_gpus entry today (use, mig, replicas), kept when nothing contradicts it.
+    entry_today: Dict[str, object] = field(default_factory=dict)
 
 
 def _median(values: Sequence[float]) -> float:

@@ -191,6 +191,26 @@ def _unassigned(processes: Sequence[Mapping[str, Any]]) -> str:
             "<th>Peak memory</th><th>Present</th></tr></thead><tbody>%s</tbody></table>" % rows)
 
 
+def _source(source: Mapping[str, Any]) -> str:
+    if source.get("kind") != "prometheus":
+        return ""
+    return ", UTC, dcgm-exporter series from Prometheus at %s" % _text(source.get("url"))
+
+
+def _cannot_decide(gpus: Sequence[Mapping[str, Any]]) -> str:
+    """What the proposal could not decide for the GPUs read without per-process data."""
+    unknown: Dict[str, List[str]] = {}
+    for gpu in gpus:
+        for statement in gpu.get("cannot_decide") or []:
+            unknown.setdefault(statement, []).append("%s GPU %s" % (gpu["host"], gpu["index"]))
+    if not unknown:
+        return ""
+    items = "".join("<li>%s (%s)</li>" % (_text(statement), _text(", ".join(where)))
+                    for statement, where in unknown.items())
+    return ("<p>Read without per-process data (dcgm-exporter through Prometheus), so the proposal cannot decide:</p>"
+            "<ul class=\"warnings\">%s</ul>" % items)
+
+
 def render_page(assessment: Mapping[str, Any], title: str = "GPU assessment") -> str:
     """assessment.html's text for an assessment as assessment.json holds it."""
     window = assessment["window"]
@@ -209,11 +229,11 @@ def render_page(assessment: Mapping[str, Any], title: str = "GPU assessment") ->
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>%s</title>"
         "<style>%s</style></head><body><h1>%s</h1>" % (_text(title), _CSS, _text(title)),
-        "<p class=\"meta\"><span>Samples from <b>%s</b> to <b>%s</b> (%s hours)</span><span><b>%d</b> GPU(s) on "
+        "<p class=\"meta\"><span>Samples from <b>%s</b> to <b>%s</b> (%s hours%s)</span><span><b>%d</b> GPU(s) on "
         "<b>%d</b> host(s)</span></p>" % (_text(window["from"]), _text(window["to"]), _text(window["hours"]),
-                                          len(gpus), len(hosts)),
+                                          _source(assessment.get("source") or {}), len(gpus), len(hosts)),
         "<h2>Enough cards?</h2>", _answer(assessment["capacity"]),
-        "<h2>Today and proposed</h2>", _gpu_table(gpus, colours),
+        "<h2>Today and proposed</h2>", _gpu_table(gpus, colours), _cannot_decide(gpus),
         "<h2>Teams</h2>", _team_table(teams, colours),
         "<h2>When the GPUs are busy</h2>", _legend((assessment.get("thresholds") or {}).get("busy_utilization")),
         "".join(_heat_map(gpu) for gpu in gpus),

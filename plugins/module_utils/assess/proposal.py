@@ -14,6 +14,11 @@ Rules, per card, first match wins (the figures behind each are in its ``why``):
 4. batch work (training, fine-tunes) -> ``whole`` in the team's queue, borrowing idle cards;
 5. a card nobody used -> ``whole`` for its current team, lendable to the others.
 
+A card read without per-process data (dcgm-exporter through Prometheus) is proposed from its
+own figures only: ``whole`` when it held half its memory or was half busy most of the window,
+else its entry today (``use``, ``mig``, ``replicas`` of ``gpushare_gpus``), else ``whole``; its
+entry lists in ``cannot_decide`` what per-process data would have decided (CANNOT_DECIDE).
+
 Capacity: the demand of the busiest hour, in GPU-equivalents counted with sharing (sessions by
 their memory or the card's utilisation, small processes by their MIG share, idle cards lent),
 against one GPU-equivalent per card. Pure Python, no I/O.
@@ -36,6 +41,13 @@ GIB = 1024
 CAPACITY_TOLERANCE = 0.05
 # A shared GPU needs at least two replicas (planner/inventory.py refuses fewer).
 MIN_REPLICAS = 2
+# What a proposal without per-process data cannot decide, stated for every such card.
+CANNOT_DECIDE = (
+    "whether to cut it with MIG, and into which instances: that needs each process's peak memory",
+    "whether to time-share it, and with how many replicas: that needs the number of sessions at once",
+    "which teams used it: that needs each process's owner, so its GPU-hours count for its team today "
+    "(gpushare_gpus[].team)",
+)
 
 
 def _gib(mib: float) -> str:
@@ -56,6 +68,10 @@ def card_team(card: Card, demand: Dict[str, float], errors: List[str]) -> Option
         return max(sorted(assigned), key=lambda team: assigned[team])
     if card.team_today:
         return card.team_today
+    if not card.process_data:
+        errors.append("host %s, GPU %d: no team today, and the Prometheus source has no process owners to tell who "
+                      "used it; set the GPU's team in gpushare_gpus" % (card.host, card.index))
+        return None
     who = sorted({p.user for p in card.processes})
     errors.append("host %s, GPU %d: no team today and used only by %s; map the users in gpushare_assess_users or "
                   "set the GPU's team in gpushare_gpus"
@@ -124,10 +140,79 @@ def propose_card(card: Card, team: str, figures: Dict[str, Any],
                                      "teams when idle" % (busy, team)), []
 
 
+def _steady_share(values: Sequence[float], threshold: float) -> float:
+    """The share of samples at or above ``threshold``."""
+    return sum(1 for value in values if value >= threshold) / float(len(values)) if values else 0.0
+
+
+def propose_card_without_processes(card: Card, team: str, figures: Dict[str, Any],
+                                   limits: Thresholds) -> Tuple[Dict[str, Any], str, List[Dict[str, Any]]]:
+    """(entry, why, MIG instances placed) of a card whose source has no per-process data.
+
+    Only the card's own figures decide: steady heavy use makes it ``whole``; otherwise it keeps
+    its entry today, since what would change it (MIG instances, replicas, teams) needs processes.
+    """
+    base = {"index": card.index, "model": card.model, "team": team}
+    busy = "busy %d %% of the time" % round(figures["busy_fraction"] * 100)
+    total = float(card.memory_total_mib)
+    held = _steady_share(card.memory_used, limits.heavy_memory * total)
+    working = _steady_share(card.utilization, limits.heavy_utilization)
+    unknown = ("; without per-process data it cannot tell whether MIG instances or time-shared replicas would "
+               "serve better, nor which teams used it")
+    if max(held, working) >= limits.steady_presence:
+        if held >= working:
+            what = "held %d %% of its memory or more in %d %% of the window" % (
+                round(limits.heavy_memory * 100), round(held * 100))
+        else:
+            what = "was %d %% busy or more in %d %% of the window" % (limits.heavy_utilization, round(working * 100))
+        return dict(base, use="whole"), ("steady heavy use: the card %s (peak %s of %s), %s: whole for %s%s"
+                                         % (what, _gib(figures["peak_memory_used_mib"]), _gib(total), busy, team,
+                                            unknown)), []
+    use = card.entry_today.get("use")
+    if use == "mig" and card.entry_today.get("mig"):
+        entry = dict(base, use="mig", mig=card.entry_today["mig"])
+        try:
+            layout = plan_node_layout([entry], "assess", host=card.host)
+        except ValueError as error:
+            return dict(base, use="whole"), ("its MIG entry today cannot be placed (%s), card %s: whole for %s%s"
+                                             % (error, busy, team, unknown)), []
+        # Instances named in the inventory are the ones placed; profiles given by count have no name.
+        named = isinstance(entry["mig"], dict) and "instances" in entry["mig"]
+        placed = [dict(i) for i in layout["gpus"][0]["instances"] if i["name"] or not named]
+        return entry, ("no steady heavy use, card %s, peak %s of %s: keeps its MIG instances of today (%s)%s"
+                       % (busy, _gib(figures["peak_memory_used_mib"]), _gib(total),
+                          ", ".join(i["profile"] for i in placed), unknown)), placed
+    if use == "shared" and card.entry_today.get("replicas"):
+        replicas = max(MIN_REPLICAS, int(card.entry_today["replicas"]))
+        return dict(base, use="shared", replicas=replicas), (
+            "no steady heavy use, card %s, peak %s of %s: keeps its time-sharing of today, replicas %d%s"
+            % (busy, _gib(figures["peak_memory_used_mib"]), _gib(total), replicas, unknown)), []
+    return dict(base, use="whole"), ("no steady heavy use, card %s, peak %s of %s: kept whole for %s, lent to the "
+                                     "other teams when idle%s"
+                                     % (busy, _gib(figures["peak_memory_used_mib"]), _gib(total), team, unknown)), []
+
+
 # --- demand and capacity ----------------------------------------------------------------
+
+def _card_demand_without_processes(card: Card) -> Dict[int, Dict[str, float]]:
+    """GPU-seconds of a card without per-process data, by hour, all for its team today: each
+    sample asks its utilisation or the share of memory held, whichever is more."""
+    hours: Dict[int, Dict[str, float]] = {}
+    step = max(card.interval, 1.0)
+    total = float(card.memory_total_mib) or 1.0
+    team = card.team_today or UNASSIGNED
+    for when, util, used in zip(card.times, card.utilization, card.memory_used):
+        need = min(1.0, max(util / 100.0, used / total))
+        if need > 0:
+            team_hours = hours.setdefault(int(when // 3600), {})
+            team_hours[team] = team_hours.get(team, 0.0) + need * step
+    return hours
+
 
 def card_demand(card: Card, limits: Thresholds) -> Dict[int, Dict[str, float]]:
     """GPU-seconds each team asked of the card, by hour (hours since the epoch, host clock)."""
+    if not card.process_data:
+        return _card_demand_without_processes(card)
     hours: Dict[int, Dict[str, float]] = {}
     step = max(card.interval, 1.0)
     total = float(card.memory_total_mib)
@@ -180,6 +265,9 @@ def capacity(demand: Dict[int, Dict[str, float]], cards: Sequence[Card], propose
                               "spare_gpu_equivalents": round(max(supply - peak, 0.0), 2)}
     counted = ("counted with sharing: sessions by their memory or the card's utilisation, small steady processes by "
                "their MIG share, idle GPUs lent to the busy teams")
+    if any(not card.process_data for card in cards):
+        counted = ("counted without per-process data: each card by its utilisation or the memory it held, "
+                   "whichever is more, for its team today; idle GPUs lent to the busy teams")
     if not over:
         result.update(teams_waiting=[], model=None, cards_to_add=0,
                       why="no card to add: the busiest hour (%s) asks %.2f GPU-equivalents of the %d GPU(s), %.2f "
@@ -195,7 +283,8 @@ def capacity(demand: Dict[int, Dict[str, float]], cards: Sequence[Card], propose
     teams = sorted(waiting, key=lambda team: (-waiting[team], team))
     models: Dict[str, int] = {}
     for card in cards:
-        if card.model and (not teams or any(p.team in teams for p in card.processes)):
+        if card.model and (not teams or any(p.team in teams for p in card.processes)
+                           or (not card.process_data and card.team_today in teams)):
             models[card.model] = models.get(card.model, 0) + 1
     model = max(sorted(models), key=lambda key: models[key]) if models else None
     add = int(math.ceil(peak - supply - 1e-9))

@@ -74,6 +74,8 @@ class HostSamples:
     processes: Dict[Tuple[str, int, str], ProcessSeries] = field(default_factory=dict)
     files: List[str] = field(default_factory=list)
     problems: List[str] = field(default_factory=list)
+    # False when the source has no per-process data at all (dcgm-exporter through Prometheus).
+    process_data: bool = True
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 from pathlib import Path
 
 from assess_worlds import TEAMS, WORKED_DAY_TODAY, WORKED_DAY_USERS, worked_day
@@ -59,3 +60,32 @@ def test_fails_with_the_message_and_keeps_the_previous_output(tmp_path, capsys):
     shutil.rmtree(str(tmp_path / "samples" / "gpu1"))
     code, result = run_module(gpu_assessment, _args(tmp_path), capsys)
     assert code == 1 and "no host has samples" in result["msg"]
+
+
+def _unused_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_an_unreachable_prometheus_fails_naming_it_and_keeps_the_previous_output(tmp_path, capsys):
+    run_module(gpu_assessment, _args(tmp_path), capsys)
+    before = (tmp_path / "assess" / "assessment.json").read_text()
+    url = "http://127.0.0.1:%d" % _unused_port()
+    args = dict(_args(tmp_path), prometheus={"url": url, "bearer_token": "s3cret-token", "window": "1d"})
+    del args["samples_dir"]
+    code, result = run_module(gpu_assessment, args, capsys)
+    assert code == 1 and result["failed"] is True
+    assert result["msg"].startswith("cannot reach Prometheus for query_range 'max by (hostname, Hostname, gpu, UUID, "
+                                    "uuid, modelName, GPU_I_ID) (DCGM_FI_DEV_GPU_UTIL)' at %s" % url)
+    assert "Traceback" not in result["msg"] and "s3cret-token" not in json.dumps(result)
+    assert (tmp_path / "assess" / "assessment.json").read_text() == before
+
+
+def test_samples_dir_and_prometheus_exclude_each_other(tmp_path, capsys):
+    code, result = run_module(gpu_assessment, dict(_args(tmp_path), prometheus={"url": "http://127.0.0.1:9"}), capsys)
+    assert code == 1 and "mutually exclusive: samples_dir|prometheus" in result["msg"]
+    args = _args(tmp_path)
+    del args["samples_dir"]
+    code, result = run_module(gpu_assessment, args, capsys)
+    assert code == 1 and "one of the following is required: samples_dir, prometheus" in result["msg"]
