@@ -65,6 +65,19 @@ def wait_until(what, check, timeout, interval):
     raise AssertionError("%s: not reached in %g s" % (what, timeout))
 
 
+def api_ok(info, method, path, body=None, content_type="application/json"):
+    """The API server's answer to a request that must succeed (200 or 201); fails naming it."""
+    status, obj = rc.api_request(info, method, path, body, content_type=content_type)
+    assert status in (200, 201), f"{method} {path}: HTTP {status}: {obj}"
+    return obj
+
+
+def api_get(info, path):
+    """The object at ``path``, or None when the API server does not answer 200."""
+    status, obj = rc.api_request(info, "GET", path)
+    return obj if status == 200 else None
+
+
 def cache_root() -> str:
     return os.environ.get(CACHE_ENV) or rc.DEFAULT_CACHE_ROOT
 

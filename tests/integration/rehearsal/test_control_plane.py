@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import cluster as rc
 
-from rehearsal_env import GO_DIR, KUEUE_CONFIGURATION, cache_root
+from rehearsal_env import GO_DIR, KUEUE_CONFIGURATION, api_get, api_ok, cache_root
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 NODE = "kwok-gpu-1"
@@ -27,20 +27,9 @@ def _wait_for(what, check, timeout=60.0):
     raise AssertionError(f"{what}: not reached in {timeout} s")
 
 
-def _ok(info, method, path, body=None, content_type="application/json"):
-    status, obj = rc.api_request(info, method, path, body, content_type=content_type)
-    assert status in (200, 201), f"{method} {path}: HTTP {status}: {obj}"
-    return obj
-
-
-def _get(info, path):
-    status, obj = rc.api_request(info, "GET", path)
-    return obj if status == 200 else None
-
-
 def _apply(info, path, obj):
     """Server-side apply of one object at its own path."""
-    return _ok(info, "PATCH", f"{path}?fieldManager=rehearsal-test&force=true", obj,
+    return api_ok(info, "PATCH", f"{path}?fieldManager=rehearsal-test&force=true", obj,
                content_type="application/apply-patch+yaml")
 
 
@@ -89,21 +78,21 @@ def test_every_component_is_ready(rehearsal, rehearsal_bin):
     assert all(rc.running(rehearsal["dir"]).values())
     status, text = rc.api_request(rehearsal, "GET", "/readyz?verbose")
     assert status == 200, text
-    version = _ok(rehearsal, "GET", "/version")
+    version = api_ok(rehearsal, "GET", "/version")
     assert version["gitVersion"] == "v" + rehearsal_bin["versions"]["kubernetes"]
     assert rehearsal["server"].startswith("https://127.0.0.1:")
     assert os.path.isabs(rehearsal["kubeconfig"]) and os.path.exists(rehearsal["kubeconfig"])
     # Kueue's CRDs of the release that runs, served at v1beta2 with the conversion webhook on loopback.
-    crd = _ok(rehearsal, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterqueues.kueue.x-k8s.io")
+    crd = api_ok(rehearsal, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/clusterqueues.kueue.x-k8s.io")
     assert "v1beta2" in [v["name"] for v in crd["spec"]["versions"] if v["served"]]
     assert crd["spec"]["conversion"]["webhook"]["clientConfig"]["url"].startswith("https://127.0.0.1:")
     # Kueue's webhooks answer on 127.0.0.1 with the rehearsal CA.
-    hooks = _ok(rehearsal, "GET", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kueue-mutating-webhook-configuration")
+    hooks = api_ok(rehearsal, "GET", "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/kueue-mutating-webhook-configuration")
     urls = {h["clientConfig"]["url"].rsplit("/", 1)[0] for h in hooks["webhooks"]}
     assert urls == {f"https://127.0.0.1:{rehearsal['ports']['kueue_webhook']}"}
     # Controllers act as their own service accounts (kubeadm's --use-service-account-credentials).
     for account in ("resource-claim-controller", "job-controller", "namespace-controller", "certificate-controller"):
-        assert _get(rehearsal, f"/api/v1/namespaces/kube-system/serviceaccounts/{account}"), account
+        assert api_get(rehearsal, f"/api/v1/namespaces/kube-system/serviceaccounts/{account}"), account
 
 
 def test_kueue_runs_the_callers_configuration_with_only_out_of_cluster_fields_changed(rehearsal):
@@ -118,15 +107,15 @@ def test_kueue_runs_the_callers_configuration_with_only_out_of_cluster_fields_ch
 
 
 def test_queues_are_accepted_and_the_cluster_queue_becomes_active(rehearsal, team):
-    _wait_for("ClusterQueue team-a Active", lambda: _ready(_get(rehearsal, f"{KUEUE}/clusterqueues/team-a"), "Active"))
-    _wait_for("LocalQueue team-a Active", lambda: _ready(_get(rehearsal, f"{KUEUE}/namespaces/team-a/localqueues/team-a"), "Active"))
+    _wait_for("ClusterQueue team-a Active", lambda: _ready(api_get(rehearsal, f"{KUEUE}/clusterqueues/team-a"), "Active"))
+    _wait_for("LocalQueue team-a Active", lambda: _ready(api_get(rehearsal, f"{KUEUE}/namespaces/team-a/localqueues/team-a"), "Active"))
 
 
 def test_kueue_webhooks_answer_for_real(rehearsal, team):
     # Kueue's mutating webhook (mclusterqueue.kb.io) adds its finalizer on create
     # (pkg/webhooks/clusterqueue_webhook.go Default, v0.19.2). In a dry run no controller ever
     # sees the object, so the finalizer in the answer can only come from the webhook.
-    cq = _ok(rehearsal, "POST", f"{KUEUE}/clusterqueues?dryRun=All", {
+    cq = api_ok(rehearsal, "POST", f"{KUEUE}/clusterqueues?dryRun=All", {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "probe-dry-run"},
         "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [{"name": "default-flavor", "resources": [
             {"name": "cpu", "nominalQuota": "1"}]}]}]}})
@@ -140,26 +129,26 @@ def test_kueue_webhooks_answer_for_real(rehearsal, team):
 
 
 def test_a_kwok_node_turns_ready_and_a_pod_on_it_runs(rehearsal, node):
-    _wait_for("node Ready", lambda: _ready(_get(rehearsal, f"/api/v1/nodes/{node}")))
-    _ok(rehearsal, "POST", "/api/v1/namespaces/default/pods", {
+    _wait_for("node Ready", lambda: _ready(api_get(rehearsal, f"/api/v1/nodes/{node}")))
+    api_ok(rehearsal, "POST", "/api/v1/namespaces/default/pods", {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"},
         "spec": {"nodeSelector": {"kubernetes.io/hostname": node},
                  "containers": [{"name": "c", "image": "rehearsal.invalid/none", "resources": {"requests": {"cpu": "100m"}}}]}})
 
     def running_pod():
-        pod = _get(rehearsal, "/api/v1/namespaces/default/pods/probe")
+        pod = api_get(rehearsal, "/api/v1/namespaces/default/pods/probe")
         return pod if pod and pod["status"].get("phase") == "Running" else None
 
     pod = _wait_for("pod Running", running_pod)
     assert pod["spec"]["nodeName"] == node  # placed by the real scheduler
-    _ok(rehearsal, "DELETE", "/api/v1/namespaces/default/pods/probe")
-    _wait_for("pod gone", lambda: _get(rehearsal, "/api/v1/namespaces/default/pods/probe") is None)
+    api_ok(rehearsal, "DELETE", "/api/v1/namespaces/default/pods/probe")
+    _wait_for("pod gone", lambda: api_get(rehearsal, "/api/v1/namespaces/default/pods/probe") is None)
 
 
 def test_a_queued_job_is_suspended_admitted_and_its_pod_scheduled(rehearsal, team, node):
     try:
-        _wait_for("node Ready", lambda: _ready(_get(rehearsal, f"/api/v1/nodes/{node}")))
-        job = _ok(rehearsal, "POST", "/apis/batch/v1/namespaces/team-a/jobs", {
+        _wait_for("node Ready", lambda: _ready(api_get(rehearsal, f"/api/v1/nodes/{node}")))
+        job = api_ok(rehearsal, "POST", "/apis/batch/v1/namespaces/team-a/jobs", {
             "apiVersion": "batch/v1", "kind": "Job",
             "metadata": {"name": "train", "labels": {"kueue.x-k8s.io/queue-name": "team-a"}},
             "spec": {"suspend": False, "parallelism": 2, "completions": 2, "template": {"spec": {
@@ -168,20 +157,20 @@ def test_a_queued_job_is_suspended_admitted_and_its_pod_scheduled(rehearsal, tea
         # Kueue's job webhook (mjob.kb.io) suspends a queued Job on creation.
         assert job["spec"]["suspend"] is True
         workloads = _wait_for("Workload admitted", lambda: [
-            w for w in (_get(rehearsal, f"{KUEUE}/namespaces/team-a/workloads") or {}).get("items", [])
+            w for w in (api_get(rehearsal, f"{KUEUE}/namespaces/team-a/workloads") or {}).get("items", [])
             if _ready(w, "Admitted")])
         assert workloads[0]["status"]["admission"]["clusterQueue"] == "team-a"
-        _wait_for("Job unsuspended", lambda: not _get(rehearsal, "/apis/batch/v1/namespaces/team-a/jobs/train")["spec"]["suspend"])
+        _wait_for("Job unsuspended", lambda: not api_get(rehearsal, "/apis/batch/v1/namespaces/team-a/jobs/train")["spec"]["suspend"])
 
         def running_job_pods():
-            items = (_get(rehearsal, "/api/v1/namespaces/team-a/pods?labelSelector=job-name%3Dtrain") or {}).get("items", [])
+            items = (api_get(rehearsal, "/api/v1/namespaces/team-a/pods?labelSelector=job-name%3Dtrain") or {}).get("items", [])
             running = [p for p in items if p["status"].get("phase") == "Running"]
             return running if len(running) == 2 else None
 
         pods = _wait_for("two Job pods Running", running_job_pods)
         assert {p["spec"]["nodeName"] for p in pods} == {node}
         usage = _wait_for("ClusterQueue usage", lambda: [
-            r for f in (_get(rehearsal, f"{KUEUE}/clusterqueues/team-a") or {}).get("status", {}).get("flavorsUsage", [])
+            r for f in (api_get(rehearsal, f"{KUEUE}/clusterqueues/team-a") or {}).get("status", {}).get("flavorsUsage", [])
             for r in f["resources"] if r["name"] == "cpu" and r["total"] == "2"])
         assert usage
     finally:

@@ -58,7 +58,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.rehearsal import 
 
 import etcd_tools  # tests/support
 from pods import QUEUE_NAME_LABEL  # tests/support
-from rehearsal_env import KUEUE_CONFIGURATION, wait_until
+from rehearsal_env import KUEUE_CONFIGURATION, api_get, api_ok, wait_until
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 NS = "team-a"
@@ -68,17 +68,6 @@ STOP = [["kube-apiserver", "kube-controller-manager", "kube-scheduler"], ["etcd"
 START = [["etcd"], ["kube-apiserver"], ["kube-controller-manager", "kube-scheduler"]]
 
 
-def _ok(info, method, path, body=None, content_type="application/json"):
-    status, obj = rc.api_request(info, method, path, body, content_type=content_type)
-    assert status in (200, 201), f"{method} {path}: HTTP {status}: {obj}"
-    return obj
-
-
-def _get(info, path):
-    status, obj = rc.api_request(info, "GET", path)
-    return obj if status == 200 else None
-
-
 def _absent(info, path):
     """The API server answers 404 Not Found (not merely: no answer)."""
     return rc.api_request(info, "GET", path)[0] == 404
@@ -86,7 +75,7 @@ def _absent(info, path):
 
 def _list(info, path, strict):
     """The items at ``path``; ``strict``: the list must succeed (else [] and the caller polls again)."""
-    return (_ok(info, "GET", path) if strict else _get(info, path) or {}).get("items") or []
+    return (api_ok(info, "GET", path) if strict else api_get(info, path) or {}).get("items") or []
 
 
 def _job(name):
@@ -127,14 +116,14 @@ def _admitted_and_running(info, job, timeout=120):
 
 def _cpu_usage(info):
     """(admitted Workloads, CPU in use) in the ClusterQueue's status, as Kueue last wrote it."""
-    status = (_get(info, f"{KUEUE}/clusterqueues/{NS}") or {}).get("status") or {}
+    status = (api_get(info, f"{KUEUE}/clusterqueues/{NS}") or {}).get("status") or {}
     cpu = [r["total"] for f in status.get("flavorsUsage") or [] for r in f["resources"] if r["name"] == "cpu"]
     return status.get("admittedWorkloads"), cpu[0] if cpu else None
 
 
 def _revision(info):
     """The store's current revision, as the API server reports it on a list read from etcd."""
-    return int(_ok(info, "GET", f"/api/v1/namespaces/{NS}/configmaps?limit=1")["metadata"]["resourceVersion"])
+    return int(api_ok(info, "GET", f"/api/v1/namespaces/{NS}/configmaps?limit=1")["metadata"]["resourceVersion"])
 
 
 def _queue_setup(info):
@@ -153,7 +142,7 @@ def _queue_setup(info):
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue", "metadata": {"name": NS, "namespace": NS},
          "spec": {"clusterQueue": NS}},
     ])
-    wait_until("ClusterQueue active", lambda: _true(_get(info, f"{KUEUE}/clusterqueues/{NS}"), "Active"), 60, 0.5)
+    wait_until("ClusterQueue active", lambda: _true(api_get(info, f"{KUEUE}/clusterqueues/{NS}"), "Active"), 60, 0.5)
 
 
 def _snapshot(info, tools, script, backups):
@@ -208,20 +197,20 @@ def restored(rehearsal_bin, tmp_path_factory):
         _queue_setup(info)
         jobs = f"/apis/batch/v1/namespaces/{NS}/jobs"
         maps = f"/api/v1/namespaces/{NS}/configmaps"
-        _ok(info, "POST", jobs, _job("before"))
-        kept = _ok(info, "POST", maps, _config_map("kept"))
+        api_ok(info, "POST", jobs, _job("before"))
+        kept = api_ok(info, "POST", maps, _config_map("kept"))
         workload, pod = _admitted_and_running(info, "before")
         wait_until("ClusterQueue counting Job before", lambda: _cpu_usage(info) == (1, "1"), 60, 1.0)
-        at_snapshot = {"job": _get(info, f"{jobs}/before")["metadata"]["uid"], "workload": workload["metadata"]["uid"],
+        at_snapshot = {"job": api_get(info, f"{jobs}/before")["metadata"]["uid"], "workload": workload["metadata"]["uid"],
                        "pod": pod["metadata"]["uid"], "kept": kept["metadata"]["uid"]}
         snapshot = _snapshot(info, tools, script, directory / "backups")
 
         # The cluster moves on: Job after fills the queue; one ConfigMap made, one deleted.
-        _ok(info, "POST", jobs, _job("after"))
+        api_ok(info, "POST", jobs, _job("after"))
         after_workload, after_pod = _admitted_and_running(info, "after")
         wait_until("ClusterQueue counting both Jobs", lambda: _cpu_usage(info) == (2, "2"), 60, 1.0)
-        _ok(info, "POST", maps, _config_map("later"))
-        _ok(info, "DELETE", f"{maps}/kept")
+        api_ok(info, "POST", maps, _config_map("later"))
+        api_ok(info, "DELETE", f"{maps}/kept")
         seen = _revision(info)
         status = json.loads(subprocess.run([tools["etcdutl"], "snapshot", "status", snapshot, "-w", "json"],
                                            capture_output=True, text=True, check=True).stdout)
@@ -237,11 +226,11 @@ def restored(rehearsal_bin, tmp_path_factory):
 
 def test_what_existed_at_the_snapshot_is_back_and_what_came_after_is_gone(restored):
     info, then = restored["info"], restored["at_snapshot"]
-    assert _get(info, f"/apis/batch/v1/namespaces/{NS}/jobs/before")["metadata"]["uid"] == then["job"]
+    assert api_get(info, f"/apis/batch/v1/namespaces/{NS}/jobs/before")["metadata"]["uid"] == then["job"]
     workload = next(iter(_workloads(info, "before", strict=True)), None)
     assert workload and workload["metadata"]["uid"] == then["workload"] and _true(workload, "Admitted"), workload
     assert [p["metadata"]["uid"] for p in _pods(info, "before", strict=True)] == [then["pod"]]
-    assert _get(info, f"/api/v1/namespaces/{NS}/configmaps/kept")["metadata"]["uid"] == then["kept"]
+    assert api_get(info, f"/api/v1/namespaces/{NS}/configmaps/kept")["metadata"]["uid"] == then["kept"]
     assert _absent(info, f"/api/v1/namespaces/{NS}/configmaps/later")
     assert _absent(info, f"/apis/batch/v1/namespaces/{NS}/jobs/after")
     assert _workloads(info, "after", strict=True) == [] and _pods(info, "after", strict=True) == []
@@ -250,7 +239,7 @@ def test_what_existed_at_the_snapshot_is_back_and_what_came_after_is_gone(restor
 def test_every_write_after_the_restore_gets_a_resource_version_past_every_one_seen_before(restored):
     info, seen = restored["info"], restored["seen"]
     assert restored["snapshot_revision"] < seen
-    made = _ok(info, "POST", f"/api/v1/namespaces/{NS}/configmaps", _config_map("after-restore"))
+    made = api_ok(info, "POST", f"/api/v1/namespaces/{NS}/configmaps", _config_map("after-restore"))
     # Without the bump the store would go on from the snapshot's revision, handing out again
     # resourceVersions that clients saw on other objects before the restore.
     assert int(made["metadata"]["resourceVersion"]) > restored["snapshot_revision"] + etcd_restore.BUMP_REVISION > seen
@@ -262,7 +251,7 @@ def test_a_watch_resumed_where_it_was_before_the_restore_is_told_to_list_again(r
     version", so it lists again. Without the bump and compaction that watch is accepted and stays
     silent until the store passes that revision: the change made here would never reach it."""
     info, seen = restored["info"], restored["seen"]
-    changed = _ok(info, "PATCH", f"/api/v1/namespaces/{NS}/configmaps/kept", {"data": {"changed": "after the restore"}},
+    changed = api_ok(info, "PATCH", f"/api/v1/namespaces/{NS}/configmaps/kept", {"data": {"changed": "after the restore"}},
                   content_type="application/merge-patch+json")
     status, events = _watch(info, f"/api/v1/namespaces/{NS}/configmaps", seen)
     answer = events[0].get("object", events[0]) if events else {}
@@ -277,7 +266,7 @@ def test_kueue_watching_across_the_restore_forgets_the_future_and_admits_a_new_j
     assert {name: info["pids"][name] for name in restored["watchers"]} == restored["watchers"]
     assert rc.running(info["dir"])["kueue"] and rc.running(info["dir"])["kwok"]
     try:
-        _ok(info, "POST", f"/apis/batch/v1/namespaces/{NS}/jobs", _job("new"))
+        api_ok(info, "POST", f"/apis/batch/v1/namespaces/{NS}/jobs", _job("new"))
         # 2 CPUs: Job before holds 1; the new Job fits only if Kueue no longer counts Job after.
         workload, _pod = _admitted_and_running(info, "new")
         assert workload["status"]["admission"]["clusterQueue"] == NS
