@@ -14,6 +14,7 @@ the reason spelled out when it is absent, never silently passed.
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -89,3 +90,31 @@ def _modules_run_as_on_a_host(monkeypatch):
     from ansible.module_utils import _internal
 
     monkeypatch.setattr(_internal, "is_controller", False)
+
+
+#: The CPU seconds when a test's setup began.
+_CPU_AT_SETUP = pytest.StashKey[float]()
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this pytest process and of every child it has waited for (ansible-playbook,
+    promtool, Chromium, go): what a test costs on a machine bound by its cores."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_setup(item):
+    item.stash[_CPU_AT_SETUP] = _cpu_seconds()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Each test's CPU seconds, setup to teardown, as the JUnit property ``cpu_seconds``:
+    ``make test``'s table (tools/step_table.py) lists the test files that use the most CPU.
+    Processes a test starts and does not wait for (a control plane) are not counted."""
+    if call.when == "teardown" and _CPU_AT_SETUP in item.stash:
+        item.user_properties.append(("cpu_seconds", "%.2f" % (_cpu_seconds() - item.stash[_CPU_AT_SETUP])))
+    yield

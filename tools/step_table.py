@@ -1,7 +1,8 @@
 """Print where `make test` spent its time: the step log of tools/steps.sh as a table (start
 offset, wall seconds, CPU seconds, exit code, in the order the steps started), the run's wall total, and
 each pytest suite's slowest tests from its JUnit XML (setup, call and teardown together, so a
-fixture that starts a control plane is counted in the first test that asks for it).
+fixture that starts a control plane is counted in the first test that asks for it), and the test
+files that used the most CPU (each test's ``cpu_seconds`` property, tests/conftest.py).
 
     python3 tools/step_table.py build/steps.tsv build/junit [COUNT]
 """
@@ -42,6 +43,27 @@ def slowest(xml_path, count):
     return cases[:count], len(cases)
 
 
+def test_file(classname):
+    """The test module of a JUnit class name: ``tests.unit.test_x`` of ``tests.unit.test_x.TestY``."""
+    parts = classname.split(".")
+    modules = [i for i, part in enumerate(parts) if part.startswith("test_")]
+    return ".".join(parts[:modules[-1] + 1]) if modules else classname
+
+
+def cpu_by_file(xml_path):
+    """(CPU seconds, tests, file) per test file of one JUnit file, most CPU first, from each test's
+    ``cpu_seconds`` property (tests/conftest.py); empty when the run did not record it."""
+    files = {}
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        cpu = [float(prop.get("value") or 0) for prop in case.iter("property") if prop.get("name") == "cpu_seconds"]
+        if not cpu:
+            continue
+        name = test_file(case.get("classname", ""))
+        seconds, tests = files.get(name, (0.0, 0))
+        files[name] = (seconds + cpu[0], tests + 1)
+    return sorted(((seconds, tests, name) for name, (seconds, tests) in files.items()), reverse=True)
+
+
 def main(argv):
     if len(argv) < 3:
         sys.stderr.write(__doc__)
@@ -77,6 +99,12 @@ def main(argv):
         print("\n== %s: the %d slowest of %d tests (seconds, setup and teardown included)" % (suite, len(cases), total))
         for seconds, name in cases:
             print("%8.1f  %s" % (seconds, name))
+        files = cpu_by_file(path)
+        if files:
+            print("\n== %s: CPU seconds by test file, the %d largest of %d (this process and the ones it waited for:"
+                  " ansible-playbook, promtool, Chromium)" % (suite, min(count, len(files)), len(files)))
+            for seconds, tests, name in files[:count]:
+                print("%8.1f  %4d tests  %s" % (seconds, tests, name))
     return 0
 
 

@@ -51,3 +51,19 @@ def test_the_scenario_queue_runs_each_scenario_once_across_lanes(tmp_path):
              if line.startswith("step\t")]
     assert sorted(step[1] for step in steps) == [f"molecule-{name}" for name in scenarios]
     assert {step[1]: step[4] for step in steps}["molecule-broken"] == "1"
+
+
+def test_the_table_sums_each_test_file_s_cpu_from_the_junit_properties(tmp_path):
+    assert _steps(tmp_path, "begin").returncode == 0  # empties build/junit
+    junit = tmp_path / "junit"
+    case = '<testcase classname="%s" name="%s" time="1"><properties><property name="cpu_seconds" value="%s"/></properties></testcase>'
+    (junit / "integration.xml").write_text("<testsuites><testsuite>%s</testsuite></testsuites>" % "".join([
+        case % ("tests.integration.roles.test_apply", "test_a", "30.5"),
+        case % ("tests.integration.roles.test_apply.TestSecond", "test_b", "12.0"),
+        case % ("tests.integration.usage.test_usage", "test_c", "20.0"),
+        '<testcase classname="tests.unit.test_old" name="test_d" time="1"/>']))
+    table = _steps(tmp_path, "table")
+    assert table.returncode == 0, table.stderr
+    section = table.stdout.split("CPU seconds by test file", 1)[1].splitlines()[1:3]
+    assert [line.split() for line in section] == [["42.5", "2", "tests", "tests.integration.roles.test_apply"],
+                                                  ["20.0", "1", "tests", "tests.integration.usage.test_usage"]]
