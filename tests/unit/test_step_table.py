@@ -43,7 +43,7 @@ def test_the_scenario_queue_runs_each_scenario_once_across_lanes(tmp_path):
     env = {"GPUSHARE_BUILD_DIR": str(tmp_path / "build"), "PATH": "/usr/bin:/bin", "RAN": str(ran)}
     assert _steps(tmp_path / "build", "begin").returncode == 0
     lanes = [subprocess.Popen(["bash", str(TOOLS / "scenario_queue.sh"), str(tmp_path / "queue"), str(molecule),
-                               *scenarios], env=env, cwd=tmp_path) for _ in range(3)]
+                               *scenarios], env=env, cwd=tmp_path) for lane in range(3)]
     codes = [lane.wait(timeout=60) for lane in lanes]
     assert sorted(ran.read_text().split()) == scenarios
     assert sorted(codes) == [0, 0, 1]

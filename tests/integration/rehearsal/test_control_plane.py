@@ -30,7 +30,7 @@ def _wait_for(what, check, timeout=60.0):
 def _apply(info, path, obj):
     """Server-side apply of one object at its own path."""
     return api_ok(info, "PATCH", f"{path}?fieldManager=rehearsal-test&force=true", obj,
-               content_type="application/apply-patch+yaml")
+                  content_type="application/apply-patch+yaml")
 
 
 def _delete(info, path):

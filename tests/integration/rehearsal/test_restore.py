@@ -252,7 +252,7 @@ def test_a_watch_resumed_where_it_was_before_the_restore_is_told_to_list_again(r
     silent until the store passes that revision: the change made here would never reach it."""
     info, seen = restored["info"], restored["seen"]
     changed = api_ok(info, "PATCH", f"/api/v1/namespaces/{NS}/configmaps/kept", {"data": {"changed": "after the restore"}},
-                  content_type="application/merge-patch+json")
+                     content_type="application/merge-patch+json")
     status, events = _watch(info, f"/api/v1/namespaces/{NS}/configmaps", seen)
     answer = events[0].get("object", events[0]) if events else {}
     assert (status, answer.get("code"), answer.get("reason")) in ((200, 410, "Expired"), (410, 410, "Expired")), (
