@@ -13,6 +13,7 @@ the reason spelled out when it is absent, never silently passed.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import resource
 import sys
@@ -31,7 +32,10 @@ def _collection_path() -> Path:
     parent = REPO_ROOT.parent
     if parent.name == "gpushare" and parent.parent.name == "ansible_collections":
         return parent.parent.parent
-    base = Path(tempfile.gettempdir()) / f"gpushare-collection-{os.getuid()}-{abs(hash(str(REPO_ROOT)))}"
+    # Named by a digest of the checkout's path, not hash(): str hashes differ per process
+    # (PYTHONHASHSEED), which left one directory behind for every pytest process and worker.
+    digest = hashlib.sha256(str(REPO_ROOT).encode()).hexdigest()[:16]
+    base = Path(tempfile.gettempdir()) / f"gpushare-collection-{os.getuid()}-{digest}"
     link = base / "ansible_collections" / "gpushare" / "cluster"
     if not link.exists():
         link.parent.mkdir(parents=True, exist_ok=True)
