@@ -169,7 +169,7 @@ def test_a_failed_mig_change_stops_with_the_node_state_and_log(tmp_path):
     assert "unschedulable" not in state["nodes"]["l40s"]  # the next node was never touched
     message = result.stdout
     assert "MIG configuration 'gpushare-a100' on node a100" in message
-    assert "nvidia.com/mig.config.state is 'failed'" in message
+    assert "nvidia.com/mig.config.state is 'failed'. The node stays cordoned." in message
     assert "Insufficient Resources" in message  # the last log line (gpu_operator_mig_log_lines: 1)
     assert "Applying the selected MIG config" not in message
 
