@@ -148,8 +148,9 @@ install-check: build ## Install the built tarball and list its plugins with ansi
 # `make test`: every check CI runs, as one dependency graph of three lanes run with
 # `make -j3 -k -Otarget`, so what waits overlaps and each step's output is printed whole when it ends:
 #   rehearsal: the Go build of the rehearsal binaries, then the rehearsal tests (two xdist workers:
-#              they mostly wait on the control plane), the critical path on a new machine;
-#   checks:    venv (after the system packages), unit, integration, lint, sanity, install-check;
+#              they mostly wait on the control plane), then lint, sanity and install-check;
+#   checks:    venv (after the system packages), unit, integration (the longest suite, so nothing
+#              waits behind it);
 #   hosts:     the Molecule and VM images (debootstrap), the VM scenario.
 # The container scenarios then come from one queue (tools/scenario_queue.sh): every lane, once its
 # own steps are done, takes the next scenario nobody has taken, so they overlap with the slowest lane.
@@ -179,6 +180,14 @@ ci-rehearsal-binaries:
 ci-rehearsal-test: ci-rehearsal-binaries ci-venv
 	@$(STEP) rehearsal-test $(PYTEST_SUITE) $(REHEARSAL_XDIST) tests/integration/rehearsal tests/integration/etcd_backup \
 	  --junitxml=$(BUILD)/junit/rehearsal.xml
+# lint, sanity and install-check need only the venv; they follow the rehearsal tests, which end
+# well before integration does, instead of adding their 400 s after integration's end.
+ci-lint: ci-rehearsal-test ci-venv
+	@$(STEP) lint $(NICE) $(MAKE) --no-print-directory lint
+ci-sanity: ci-lint
+	@$(STEP) sanity $(NICE) $(MAKE) --no-print-directory sanity
+ci-install-check: ci-sanity
+	@$(STEP) install-check $(NICE) $(MAKE) --no-print-directory install-check
 
 # checks lane
 ci-deps:
@@ -189,12 +198,6 @@ ci-unit: ci-venv
 	@$(STEP) unit $(NICE) $(PYTEST_SUITE) tests/unit --junitxml=$(BUILD)/junit/unit.xml
 ci-integration: ci-unit
 	@$(STEP) integration $(NICE) $(PYTEST_SUITE) $(INTEGRATION_TESTS) --junitxml=$(BUILD)/junit/integration.xml
-ci-lint: ci-integration
-	@$(STEP) lint $(NICE) $(MAKE) --no-print-directory lint
-ci-sanity: ci-lint
-	@$(STEP) sanity $(NICE) $(MAKE) --no-print-directory sanity
-ci-install-check: ci-sanity
-	@$(STEP) install-check $(NICE) $(MAKE) --no-print-directory install-check
 
 # hosts lane
 ci-images: ci-deps
@@ -208,9 +211,9 @@ ci-vm-test: ci-vm-image ci-venv
 # done (they share the Molecule image, so each waits for it and for the venv).
 MOLECULE_QUEUE := $(BUILD)/molecule-queue
 SCENARIO_QUEUE = bash tools/scenario_queue.sh $(MOLECULE_QUEUE) $(BIN)/molecule $(MOLECULE_SCENARIOS)
-ci-molecule-rehearsal: ci-rehearsal-test ci-images ci-venv
+ci-molecule-rehearsal: ci-install-check ci-images
 	@$(SCENARIO_QUEUE)
-ci-molecule-checks: ci-install-check ci-images
+ci-molecule-checks: ci-integration ci-images
 	@$(SCENARIO_QUEUE)
 ci-molecule-hosts: ci-vm-test
 	@$(SCENARIO_QUEUE)
