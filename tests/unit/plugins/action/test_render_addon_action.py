@@ -6,12 +6,10 @@
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 import pytest
 import yaml
-from ansible import constants as C
 from ansible.errors import AnsibleActionFail
 
 from action_harness import example_plan, make_action
@@ -29,48 +27,6 @@ def _run(args, check_mode=False, diff=False):
 
 def _tree(root):
     return sorted(str(path.relative_to(root)) for path in Path(root).rglob("*") if path.is_file())
-
-
-def test_write_replaces_the_file_through_a_rename_and_leaves_no_scratch_file(tmp_path):
-    target = tmp_path / "deep" / "dir" / "file.yaml"
-    render_addon._write(str(target), b"first\n")
-    assert target.read_bytes() == b"first\n"
-    assert stat.S_IMODE(target.stat().st_mode) == 0o644
-    assert stat.S_IMODE(target.parent.stat().st_mode) & 0o755 == 0o755
-    inode = target.stat().st_ino
-    render_addon._write(str(target), b"second\n")
-    assert target.read_bytes() == b"second\n"
-    assert target.stat().st_ino != inode  # a new file renamed over the old one, not rewritten in place
-    assert os.listdir(target.parent) == ["file.yaml"]
-
-
-def test_write_removes_its_scratch_file_when_the_rename_fails(tmp_path, monkeypatch):
-    def refuse(_source, _dest):
-        raise OSError("rename refused")
-
-    monkeypatch.setattr(render_addon.os, "rename", refuse)
-    with pytest.raises(OSError, match="rename refused"):
-        render_addon._write(str(tmp_path / "file.yaml"), b"content\n")
-    assert os.listdir(tmp_path) == []
-
-
-def test_read_is_none_for_a_missing_file(tmp_path):
-    assert render_addon._read(str(tmp_path / "absent")) is None
-    (tmp_path / "present").write_bytes(b"x")
-    assert render_addon._read(str(tmp_path / "present")) == b"x"
-
-
-def test_diff_shows_both_sides_and_an_absent_file_as_empty():
-    assert render_addon._diff("values/kueue.yaml", None, b"a: 1\n") == {
-        "before_header": "values/kueue.yaml", "after_header": "values/kueue.yaml", "before": "", "after": "a: 1\n"}
-    assert render_addon._diff("x", b"old\n", b"new\n")["before"] == "old\n"
-
-
-def test_diff_replaces_a_file_over_the_diff_limit_by_its_size():
-    big = b"x" * (C.MAX_FILE_SIZE_FOR_DIFF + 1)
-    diff = render_addon._diff("big.yaml", b"small\n", big)
-    assert diff["before"] == "small\n"
-    assert diff["after"] == "(%d bytes; larger than the diff limit, MAX_FILE_SIZE_FOR_DIFF)\n" % len(big)
 
 
 def test_run_writes_every_file_of_the_addon_then_changes_nothing(tmp_path, plan):
