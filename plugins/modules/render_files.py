@@ -17,9 +17,9 @@ description:
     from given content. It is the writer of the C(render) entry points of the roles
     C(gpushare.cluster.kubeadm) and C(gpushare.cluster.microk8s), which show the files the
     role would put on each host without touching a host.
-  - Templates are rendered as M(ansible.builtin.template) renders them (the same search path:
-    the role's C(templates) directory first; the same variables, C(ansible_managed)
-    included), through the P(ansible.builtin.template#lookup) lookup.
+  - Templates are rendered as M(ansible.builtin.template) renders them, through the
+    P(ansible.builtin.template#lookup) lookup, with the same search path (the role's
+    C(templates) directory first) and the same variables, C(ansible_managed) included.
   - Only files whose content differs are written, each through a rename (mode C(0644), missing
     directories C(0755)); a second run changes nothing. Nothing runs on a host and no module
     is started, so a plan of many hosts renders in seconds.
