@@ -33,8 +33,10 @@ description:
     opens offline (the capacity answer, each GPU today beside its proposed use and why, a heat
     map per GPU of its busy share by weekday and hour); and C(proposal/), a copy of the
     O(inventory) whose C(gpushare_gpus) are the proposal (the evidence as a comment beside each
-    GPU), into a new directory that replaces O(dest) in one rename; a failed run leaves O(dest)
-    as it was.
+    GPU); and C(replay.yml), the busiest recorded day as C(gpushare_rehearsal_steps) for
+    C(playbooks/rehearse.yml) on the proposal (each session a workload of its team, in hour
+    slots; left out when that day had no session of a team), into a new directory that replaces
+    O(dest) in one rename; a failed run leaves O(dest) as it was.
   - Fails with one message naming every host, file and line or GPU that keeps the proposal
     from being made; data problems that still allow one are returned in RV(problems).
 author:
@@ -181,7 +183,8 @@ proposal:
   sample: {hosts: {gpu1: [{index: 0, model: RTX-PRO-6000, team: production, use: whole}]}}
 summary:
   description:
-    - One line per GPU (host, index, model, proposed use and team, why) and the capacity answer.
+    - One line per GPU (host, index, model, proposed use and team, why), one on the replay of the
+      busiest day, and the capacity answer.
     - Read from Prometheus, each GPU's line ends with what it cannot decide without per-process data.
   returned: success
   type: list
@@ -194,7 +197,7 @@ problems:
 dest:
   description:
     - The directory written (or that would be, in check mode), with C(assessment.json),
-      C(assessment.html) and C(proposal/).
+      C(assessment.html), C(proposal/) and C(replay.yml).
   returned: when O(dest) is set
   type: str
 """
@@ -227,6 +230,13 @@ def _summary(assessment):
              % (gpu["host"], gpu["index"], gpu["model"], gpu["proposed"]["use"], gpu["proposed"]["team"], gpu["why"],
                 "".join(". Cannot decide %s" % statement for statement in gpu.get("cannot_decide") or []))
              for gpu in assessment["gpus"]]
+    replay = assessment.get("replay") or {}
+    if replay.get("steps"):
+        lines.append("replay: the busiest day (%s), %d session(s) as %d rehearsal step(s) in replay.yml; play it with "
+                     "playbooks/rehearse.yml on the proposal (docs/assess.md)"
+                     % (replay["day"], len(replay["workloads"]), len(replay["steps"])))
+    else:
+        lines.append("replay: %s" % replay.get("why", "nothing to replay"))
     return lines + [assessment["capacity"]["why"]]
 
 

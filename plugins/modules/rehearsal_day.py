@@ -107,7 +107,11 @@ changed_objects:
   type: list
   elements: str
 rehearsal:
-  description: The result document (steps, teams, allocations, unmet; docs/rehearsal.md).
+  description:
+    - The result document (steps, teams, allocations, unmet; docs/rehearsal.md).
+    - Its C(waits) says how long each workload waited before Kueue first admitted it (minutes when
+      every step's C(at) is a clock time, else steps), and per team how many waited, the longest
+      and the total wait, and which were never admitted.
   returned: state=day
   type: dict
 unmet:
@@ -116,7 +120,7 @@ unmet:
   type: list
   elements: dict
 summary:
-  description: One line per step and team (admitted, pending, preempted, denied, borrowed, lent).
+  description: One line per step and team (admitted, pending, preempted, denied, borrowed, lent), then one per team with its waits.
   returned: state=day
   type: list
   elements: str
@@ -167,6 +171,11 @@ def _summary(document):
             lines.append("%-6s deleted %s: %s" % (step["at"], name, why))
         for unmet in step["unmet"]:
             lines.append("%-6s UNMET %s %s: %s" % (step["at"], unmet["team"], unmet["workload"], unmet["what"]))
+    waits = document.get("waits") or {}
+    for team, info in sorted((waits.get("teams") or {}).items()):
+        lines.append("waits  %-12s %d of %d workload(s) waited, longest %d %s, in all %d%s" % (
+            team, info["waited"], info["workloads"], info["longest"], waits["unit"], info["total"],
+            "; never admitted: %s" % ",".join(info["never_admitted"]) if info["never_admitted"] else ""))
     lines.extend("note: %s" % note for note in document.get("notes") or [])
     lines.append("day: %s s, %s" % (document.get("seconds"), "every expectation held" if document["passed"]
                                     else "%d expectation(s) unmet" % len(document["unmet"])))

@@ -18,6 +18,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.assess.figures im
     KINDS, UNASSIGNED, Card, Thresholds, attach_processes, card_figures, card_interval, heat_map, peak_concurrency)
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.proposal import (
     CANNOT_DECIDE, capacity, card_demand, card_team, propose_card, propose_card_without_processes)
+from ansible_collections.gpushare.cluster.plugins.module_utils.assess.replay import replay
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.samples import (
     AssessDataError, HostSamples, time_text, without_cycle_collection)
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu import catalog
@@ -224,6 +225,7 @@ def _assess(host_samples: Mapping[str, Optional[HostSamples]], gpus_today: Mappi
         "gpus": entries,
         "teams": team_figures,
         "capacity": capacity(demand, cards, proposed),
+        "replay": replay(cards, entries, demand, limits),
         "proposal": {"hosts": {host: [e["proposed"] for e in items] for host, items in hosts.items()}},
         "unassigned": unassigned,
         "problems": problems,

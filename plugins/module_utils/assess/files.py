@@ -16,12 +16,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.assess.inventory_text import host_vars_text, without_key
+from ansible_collections.gpushare.cluster.plugins.module_utils.assess.inventory_text import (
+    host_vars_text, replay_text, without_key)
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.page import render_page
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.samples import (
     AssessDataError, HostSamples, SampleFile, read_host)
 
 PAGE = "assessment.html"
+REPLAY = "replay.yml"
 GPU_PATTERN = "gpus*.csv"
 APP_PATTERN = "apps*.csv"
 
@@ -82,10 +84,13 @@ def _write_host_vars(host_vars: Path, host: str, gpus: Sequence[Dict[str, Any]],
 
 
 def render(assessment: Mapping[str, Any], inventory: str, tree: Path) -> None:
-    """Write assessment.json, assessment.html and proposal/ into ``tree`` (a new directory)."""
+    """Write assessment.json, assessment.html, proposal/ and (when the busiest day had sessions)
+    replay.yml into ``tree`` (a new directory)."""
     tree.mkdir(parents=True)
     (tree / "assessment.json").write_text(json.dumps(assessment, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     (tree / PAGE).write_text(render_page(assessment), encoding="utf-8")
+    if (assessment.get("replay") or {}).get("steps"):
+        (tree / REPLAY).write_text(replay_text(assessment["replay"]), encoding="utf-8")
     source = Path(inventory)
     if not source.exists():
         raise AssessDataError("inventory %s: not found, so no proposal inventory can be written" % inventory)

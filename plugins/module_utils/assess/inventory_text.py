@@ -74,3 +74,15 @@ def host_vars_text(existing: Optional[str], gpus: Sequence[Dict[str, Any]], head
     if not kept.startswith("---"):
         kept = "---\n" + kept
     return "%s%s\n%s" % (kept, "\n".join(_comment(header, indent="")), gpus_block(gpus))
+
+
+def replay_text(replay: Dict[str, Any]) -> str:
+    """replay.yml: the busiest day's steps as a vars file for playbooks/rehearse.yml, one step a line."""
+    lines = _comment("The busiest recorded day (%s) as rehearsal steps: each session a workload of its team, asking "
+                     "for what the proposal gives it, in %d-minute slots. Replay it on the rehearsal against the "
+                     "proposal: ansible-playbook -i <this directory>/proposal playbooks/rehearse.yml -e "
+                     "@<this directory>/replay.yml; its rehearsal.json then says under waits how long each team's "
+                     "work waited." % (replay["day"], replay["slot_minutes"]), indent="")
+    lines.append("gpushare_rehearsal_steps:")
+    lines.extend("  - %s" % _flow(step) for step in replay["steps"])
+    return "\n".join(lines) + "\n"

@@ -33,7 +33,7 @@ from collections import Counter
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.figures import (
-    UNASSIGNED, WEEKDAYS, Card, Thresholds, weekday)
+    UNASSIGNED, WEEKDAYS, Card, Process, Thresholds, weekday)
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu.mig_solver import plan_node_layout
 
 GIB = 1024
@@ -79,12 +79,19 @@ def card_team(card: Card, demand: Dict[str, float], errors: List[str]) -> Option
     return None
 
 
-def _mig_entry(card: Card, team: str, limits: Thresholds) -> Tuple[Optional[Dict[str, Any]], str, List[Dict[str, Any]]]:
-    """(entry, why, placed instances) for a card of steady small processes; entry None when MIG cannot be used."""
+def mig_instances(card: Card, limits: Thresholds) -> List[Tuple[Process, Dict[str, str]]]:
+    """(process, instance asked for it) of each steady small process of the card, largest first."""
     small = sorted((p for p in card.processes if p.kind == "small"), key=lambda p: (-p.peak_mib, p.pid))
     taken: Dict[str, int] = {}
-    instances = [{"name": instance_name(p.user, taken),
-                  "memory": "%dGiB" % max(1, math.ceil(p.peak_mib * (1 + limits.headroom) / GIB))} for p in small]
+    return [(p, {"name": instance_name(p.user, taken),
+                 "memory": "%dGiB" % max(1, math.ceil(p.peak_mib * (1 + limits.headroom) / GIB))}) for p in small]
+
+
+def _mig_entry(card: Card, team: str, limits: Thresholds) -> Tuple[Optional[Dict[str, Any]], str, List[Dict[str, Any]]]:
+    """(entry, why, placed instances) for a card of steady small processes; entry None when MIG cannot be used."""
+    pairs = mig_instances(card, limits)
+    small = [p for p, _instance in pairs]
+    instances = [instance for _p, instance in pairs]
     peaks = ", ".join("%s peak %s" % (i["name"], _gib(p.peak_mib)) for i, p in zip(instances, small))
     if not card.mig_capable:
         return None, ("%d steady small processes (%s), but %s cannot be cut with MIG (the model has no MIG): "

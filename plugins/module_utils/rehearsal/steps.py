@@ -641,6 +641,62 @@ def team_summary(plan_dict: Mapping[str, Any], state: Mapping[str, str], preempt
     return teams
 
 
+def _minutes(label: str) -> Optional[int]:
+    match = re.match(r"^([01]?[0-9]|2[0-4]):([0-5][0-9])$", label)
+    return int(match.group(1)) * 60 + int(match.group(2)) if match else None
+
+
+def waits(steps: Sequence[Mapping[str, Any]]) -> Dict[str, Any]:
+    """How long each workload waited before Kueue first admitted it, from rehearsal.json's steps.
+
+    Minutes come from the steps' ``at`` labels when every one is a clock time ("13:00"), else
+    waits are counted in steps. A workload never admitted waited until it was deleted, or until
+    the last step (to 24:00 on a clock); one the API server refused waited for nothing (denied).
+    """
+    clock = [_minutes(step["at"]) for step in steps]
+    on_clock = all(value is not None for value in clock)
+
+    def span(first: int, last: Optional[int]) -> int:
+        if not on_clock:
+            return (len(steps) if last is None else last) - first
+        return (24 * 60 if last is None else clock[last]) - clock[first]
+
+    workloads = []
+    for first, step in enumerate(steps):
+        for name in step.get("submitted") or []:
+            team, state, until = None, "never admitted", None
+            for number in range(first, len(steps)):
+                found = [(t, info) for t, info in (steps[number].get("teams") or {}).items()
+                         if name in (info.get("admitted") or []) + (info.get("pending") or []) + (info.get("denied") or [])]
+                if found:
+                    team, info = found[0]
+                    if name in (info.get("denied") or []):
+                        state, until = "denied", number
+                        break
+                    if name in (info.get("admitted") or []):
+                        state, until = "admitted", number
+                        break
+                if number > first and name in (steps[number].get("deleted") or []):
+                    until = number
+                    break
+            waited = 0 if state == "denied" else span(first, until)
+            workloads.append({"workload": name, "team": team, "submitted": step["at"], "state": state,
+                              "admitted": steps[until]["at"] if state == "admitted" else None, "waited": waited})
+    teams: Dict[str, Dict[str, Any]] = {}
+    for entry in workloads:
+        if entry["team"] is None or entry["state"] == "denied":
+            continue
+        team = teams.setdefault(entry["team"], {"workloads": 0, "waited": 0, "never_admitted": [], "longest": 0, "total": 0})
+        team["workloads"] += 1
+        if entry["waited"] > 0 or entry["state"] != "admitted":
+            team["waited"] += 1
+        if entry["state"] != "admitted":
+            team["never_admitted"].append(entry["workload"])
+        team["longest"] = max(team["longest"], entry["waited"])
+        team["total"] += entry["waited"]
+    return {"unit": "minutes" if on_clock else "steps", "workloads": workloads, "teams": teams}
+
+
 def result_document(plan_dict: Mapping[str, Any], steps: Sequence[Mapping[str, Any]],
                     recorded: Sequence[Mapping[str, Any]], extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """rehearsal.json: {backend, steps[], unmet[], notes[]} (docs/rehearsal.md)."""
@@ -656,5 +712,6 @@ def result_document(plan_dict: Mapping[str, Any], steps: Sequence[Mapping[str, A
         "notes": worked_day_story(plan_dict) + claims_that_can_cross(plan_dict),
         "passed": not unmet,
     }
+    doc["waits"] = waits(doc["steps"])
     doc.update(extra or {})
     return doc

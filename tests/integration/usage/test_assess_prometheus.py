@@ -75,6 +75,11 @@ def test_it_says_what_it_cannot_decide_for_every_gpu(assessed):
     assert assessed["stdout"].count("Cannot decide whether to cut it with MIG") == 4
     page = (assessed["dest"] / "assessment.html").read_text()
     assert "Read without per-process data" in page and "UTC, dcgm-exporter series from Prometheus" in page
+    # No sessions to replay: said, and no replay.yml written.
+    assert assessed["assessment"]["replay"]["why"] == ("read without per-process data (Prometheus): there are no "
+                                                       "sessions to replay")
+    assert "replay: read without per-process data" in assessed["stdout"]
+    assert not (assessed["dest"] / "replay.yml").exists()
 
 
 def test_capacity_and_team_hours_count_each_card_for_its_team_today(assessed):

@@ -44,6 +44,11 @@ def test_writes_then_reports_no_change(tmp_path, capsys):
     assert set(written) >= {"gpus", "teams", "capacity", "proposal", "unassigned", "problems"}
     assert set(written["capacity"]) >= {"busiest_hour", "demand_gpu_equivalents", "gpus", "another_gpu_advised", "why"}
     assert (tmp_path / "assess" / "proposal" / "group_vars" / "all" / "gpushare.yml").is_file()
+    replay = (tmp_path / "assess" / "replay.yml").read_text()
+    assert "gpushare_rehearsal_steps:" in replay and replay.count("\n  - {at: ") == len(written["replay"]["steps"])
+    assert [line for line in result["summary"] if line.startswith("replay: the busiest day (%s), %d session(s)"
+                                                                  % (written["replay"]["day"],
+                                                                     len(written["replay"]["workloads"])))]
     code, result = run_module(gpu_assessment, _args(tmp_path), capsys)
     assert code == 0 and result["changed"] is False
 
