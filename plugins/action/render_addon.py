@@ -35,8 +35,4 @@ class ActionModule(ActionBase):
 
         files = addon_settings.render(addon, plain(args["plan"]), task_vars, self._templar, self._loader)
 
-        changed_files, diffs = controller_files.write_tree(dest, files, self._task.check_mode, self._task.diff)
-        result.update(changed=bool(changed_files), dest=dest, files=list(files), changed_files=changed_files)
-        if diffs:
-            result["diff"] = diffs
-        return result
+        return controller_files.write_result(result, dest, files, self._task)

@@ -67,11 +67,7 @@ class ActionModule(ActionBase):
             else:
                 texts[relative] = entry["content"]
 
-        changed_files, diffs = controller_files.write_tree(dest, texts, self._task.check_mode, self._task.diff)
-        result.update(changed=bool(changed_files), dest=dest, files=list(texts), changed_files=changed_files)
-        if diffs:
-            result["diff"] = diffs
-        return result
+        return controller_files.write_result(result, dest, texts, self._task)
 
     def _template(self, name, task_vars):
         lookup = lookup_loader.get("ansible.builtin.template", loader=self._loader, templar=self._templar)

@@ -67,3 +67,13 @@ def write_tree(dest, files, check_mode=False, with_diff=False):
         if not check_mode:
             write(path, content)
     return changed, diffs
+
+
+def write_result(result, dest, files, task):
+    """Write {relative path: text} under dest for an action's task (its check and diff mode), and
+    record changed, dest, files, changed_files and the diff in the action's result."""
+    changed, diffs = write_tree(dest, files, task.check_mode, task.diff)
+    result.update(changed=bool(changed), dest=dest, files=list(files), changed_files=changed)
+    if diffs:
+        result["diff"] = diffs
+    return result

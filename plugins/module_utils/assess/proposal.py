@@ -255,6 +255,16 @@ def _hour_text(hour: int) -> str:
     return "%s %s" % (WEEKDAYS[weekday(hour)], time.strftime("%Y-%m-%d %H:00", time.gmtime(hour * 3600)))
 
 
+def gpu_equivalents_by_hour(demand: Dict[int, Dict[str, float]]) -> Dict[int, float]:
+    """Each hour's demand of every team together, in GPU-equivalents (GPU-seconds over the hour)."""
+    return {hour: sum(teams.values()) / 3600.0 for hour, teams in demand.items()}
+
+
+def busiest_hour(totals: Dict[int, float]) -> int:
+    """The hour of the most demand, the earliest of equals (totals non-empty)."""
+    return max(sorted(totals), key=lambda hour: totals[hour])
+
+
 def capacity(demand: Dict[int, Dict[str, float]], cards: Sequence[Card], proposed: Dict[str, int]) -> Dict[str, Any]:
     """The capacity answer: the busiest hour's demand against the cards of the proposal."""
     supply = len(cards)
@@ -263,8 +273,8 @@ def capacity(demand: Dict[int, Dict[str, float]], cards: Sequence[Card], propose
                 "why": "no process was seen: no demand to compare with the %d GPU(s)" % supply,
                 "spare_gpu_equivalents": float(supply), "hours_over": [], "teams_waiting": [], "model": None,
                 "cards_to_add": 0}
-    totals = {hour: sum(teams.values()) / 3600.0 for hour, teams in demand.items()}
-    busiest = max(sorted(totals), key=lambda hour: totals[hour])
+    totals = gpu_equivalents_by_hour(demand)
+    busiest = busiest_hour(totals)
     peak = round(totals[busiest], 2)
     over = sorted(hour for hour, value in totals.items() if value > supply + CAPACITY_TOLERANCE)
     result: Dict[str, Any] = {"busiest_hour": _hour_text(busiest), "demand_gpu_equivalents": peak, "gpus": supply,

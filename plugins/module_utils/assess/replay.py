@@ -28,7 +28,8 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.assess.figures import (
     UNASSIGNED, WEEKDAYS, Card, Thresholds, weekday)
-from ansible_collections.gpushare.cluster.plugins.module_utils.assess.proposal import mig_instances
+from ansible_collections.gpushare.cluster.plugins.module_utils.assess.proposal import (
+    busiest_hour, gpu_equivalents_by_hour, mig_instances)
 
 DAY = 24 * 3600
 SLOT_MINUTES = 60
@@ -54,25 +55,18 @@ def _asks(card: Card, process, entry: Mapping[str, Any], profiles: Dict[Tuple[st
     return {}, "the proposal has no whole GPU for its %s process" % process.kind
 
 
-def busiest_day(demand: Mapping[int, Mapping[str, float]]) -> int:
-    """The day number (since the epoch, UTC) of the hour with the most demand; -1 without demand."""
-    if not demand:
-        return -1
-    totals = {hour: sum(teams.values()) for hour, teams in demand.items()}
-    return max(sorted(totals), key=lambda hour: totals[hour]) // 24
-
-
 def replay(cards: Sequence[Card], entries: Sequence[Mapping[str, Any]], demand: Mapping[int, Mapping[str, float]],
            limits: Thresholds = Thresholds(), slot_minutes: int = SLOT_MINUTES) -> Dict[str, Any]:
     """{day, slot_minutes, workloads[], left_out[], steps[]}: steps as gpushare_rehearsal_steps takes them.
 
     ``entries`` are assessment.json's ``gpus`` (each with its ``proposed`` entry and ``mig_layout``).
     """
-    day = busiest_day(demand)
     result: Dict[str, Any] = {"day": None, "slot_minutes": slot_minutes, "workloads": [], "left_out": [], "steps": []}
-    if day < 0:
+    if not demand:
         result["why"] = "no process was seen: nothing to replay"
         return result
+    # The day of the capacity answer's busiest hour.
+    day = busiest_hour(gpu_equivalents_by_hour(demand)) // 24
     result["day"] = "%s %s" % (WEEKDAYS[weekday(day * 24)], time.strftime("%Y-%m-%d", time.gmtime(day * DAY)))
     proposed = {(e["host"], e["index"]): e for e in entries}
     shared_teams = {e["proposed"]["team"] for e in entries if e["proposed"].get("use") == "shared"}
