@@ -22,7 +22,8 @@ import contextlib
 import gc
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from itertools import repeat
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from ansible_collections.gpushare.cluster.plugins.module_utils._common.errors import GpushareError
 
@@ -178,19 +179,48 @@ def _check_header(host: str, sample: SampleFile, expected: Tuple[str, ...], prin
                               % (_where(host, sample.name, 1), first, printed))
 
 
-def _columns(sample: SampleFile, width: int) -> Optional[List[Tuple[str, ...]]]:
+def _sound(lines: Sequence[str], width: int) -> bool:
+    """Every line has ``width`` fields, counted by their ", " separators."""
+    return set(map(str.count, lines, repeat(", "))) == {width - 1}
+
+
+def _columns(sample: SampleFile, width: int) -> Optional[List[List[str]]]:
     """The columns of a file whose every line is sound, read column by column (fast); None when a
-    line needs the careful reading, line by line, that names it."""
-    header = sample.lines[0].strip()
-    rows = [line.split(", ") for line in sample.lines[1:] if line and line != header]
-    if not rows or any(len(row) != width for row in rows):
+    line needs the careful reading, line by line, that names it.
+
+    With ``width`` fields on every line, splitting the lines joined by ", " gives the same fields
+    as splitting each line, row after row, without a list per line: column k is every width-th
+    field from k.
+    """
+    body = sample.lines[1:]
+    # Blank lines and repeated headers (files appended to each other) are read line by line, so
+    # that line numbers stay right.
+    if not body or not _sound(body, width) or sample.lines[0].strip() in body:
         return None
-    return list(zip(*rows))
+    fields = ", ".join(body).split(", ")
+    return [fields[k::width] for k in range(width)]
+
+
+def _period(uuids: Sequence[str]) -> int:
+    """How many cards each sample lists when every sample lists the same cards in the same order
+    (as nvidia-smi prints them); 0 otherwise."""
+    try:
+        period = uuids.index(uuids[0], 1)
+    except ValueError:
+        period = len(uuids)
+    if len(uuids) % period or len(set(uuids[:period])) != period or uuids[period:] != uuids[:-period]:
+        return 0
+    return period
 
 
 def _times(column: Sequence[str]) -> List[float]:
     clock = {text: parse_timestamp(text) for text in set(column)}
     return list(map(clock.__getitem__, column))
+
+
+def _pick(values: Sequence[Any], where: Union[slice, List[int]]) -> Sequence[Any]:
+    """The values at ``where``: a slice, or a list of positions."""
+    return values[where] if isinstance(where, slice) else [values[i] for i in where]
 
 
 def _read_gpu_columns(samples: HostSamples, sample: SampleFile) -> bool:
@@ -208,18 +238,22 @@ def _read_gpu_columns(samples: HostSamples, sample: SampleFile) -> bool:
     if max(utilization) > 100 or min(utilization) < 0 or min(total) <= 0 or min(used) < 0 or \
             not all(uuid.startswith("GPU-") for uuid in set(uuids)):
         return False
-    positions: Dict[str, List[int]] = {}
-    for position, uuid in enumerate(uuids):
-        positions.setdefault(uuid, []).append(position)
-    for uuid, where in positions.items():
+    period = _period(uuids)
+    if period:  # the usual file: a card's rows are every period-th row from its first
+        rows = {uuid: (first, slice(first, None, period)) for first, uuid in enumerate(uuids[:period])}
+    else:
+        positions: Dict[str, List[int]] = {}
+        for position, uuid in enumerate(uuids):
+            positions.setdefault(uuid, []).append(position)
+        rows = {uuid: (where[0], where) for uuid, where in positions.items()}
+    for uuid, (first, where) in rows.items():
         series = samples.gpus.get(uuid)
         if series is None:
-            first = where[0]
             series = samples.gpus[uuid] = GpuSeries(samples.host, uuid, index_numbers[first], names[first],
                                                     total[first], "%s:%d" % (sample.name, first + 2))
-        series.times.extend(times[i] for i in where)
-        series.utilization.extend(utilization[i] for i in where)
-        series.memory_used.extend(used[i] for i in where)
+        series.times.extend(_pick(times, where))
+        series.utilization.extend(_pick(utilization, where))
+        series.memory_used.extend(_pick(used, where))
     samples.files.append(sample.name)
     return True
 

@@ -144,3 +144,45 @@ def test_a_card_used_only_by_unknown_users_without_a_team_fails_naming_them(tmp_
 
 def test_headers_are_nvidia_smis():
     assert samples.GPU_HEADER == GPU_HEADER and samples.APP_HEADER == APP_HEADER
+
+
+def _gpu_lines(order_by_sample):
+    """gpus*.csv lines: one sample a minute, the cards of each sample in the order given."""
+    lines = [GPU_HEADER]
+    for minute, cards in enumerate(order_by_sample):
+        lines.extend("2026/03/02 08:%02d:00.%03d, GPU-%d, %d, NVIDIA L40S, %d, %d, 46068"
+                     % (minute, card, card, card, 10 * card + minute, 1000 * card + minute) for card in cards)
+    return lines
+
+
+def _read_both_ways(monkeypatch, gpu_lines, app_lines):
+    """(column by column, line by line) readings of one host's files."""
+    fast = samples.read_host("gpu1", [samples.SampleFile("gpus.csv", gpu_lines)],
+                             [samples.SampleFile("apps.csv", app_lines)])
+    with monkeypatch.context() as patch:
+        patch.setattr(samples, "_read_gpu_columns", lambda *_args: False)
+        patch.setattr(samples, "_read_app_columns", lambda *_args: False)
+        careful = samples.read_host("gpu1", [samples.SampleFile("gpus.csv", gpu_lines)],
+                                    [samples.SampleFile("apps.csv", app_lines)])
+    return fast, careful
+
+
+@pytest.mark.parametrize("order", [
+    [[0, 1, 2]] * 4,  # every sample lists the cards in one order: a card's rows are a slice
+    [[0, 1, 2], [2, 0, 1], [0, 1], [1, 2, 0]],  # another order, a card missing from one sample
+    [[1]] * 3,
+], ids=["same-order", "varying-order", "one-card"])
+def test_files_read_column_by_column_as_line_by_line(monkeypatch, order):
+    gpu_lines = _gpu_lines(order)
+    app_lines = [APP_HEADER] + ["2026/03/02 08:%02d:00.000, GPU-%d, %d, %d, user%d" % (minute, card, 100 + card, 500 + minute, card)
+                                for minute, cards in enumerate(order) for card in cards]
+    # The same text with an appended file's header and a blank line, as `cat` of two files gives:
+    # read line by line, so that a problem's line number is right.
+    appended = gpu_lines[:4] + ["", GPU_HEADER] + gpu_lines[4:]
+    for lines, by_columns in ((gpu_lines, True), (appended, False)):
+        assert samples._read_gpu_columns(samples.HostSamples("gpu1"), samples.SampleFile("gpus.csv", lines)) \
+            is by_columns
+        fast, careful = _read_both_ways(monkeypatch, lines, app_lines)
+        assert fast.gpus == careful.gpus and fast.processes == careful.processes
+        assert sorted(len(series.times) for series in fast.gpus.values()) == \
+            sorted(sum(card in cards for cards in order) for card in {c for cards in order for c in cards})
