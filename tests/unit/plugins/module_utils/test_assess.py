@@ -132,6 +132,7 @@ def test_an_overloaded_cluster_needs_another_card(tmp_path):
     assert len(answer["hours_over"]) == 5 * 8
     assert all(h.split()[0] in ("Mon", "Tue", "Wed", "Thu", "Fri") for h in answer["hours_over"])
     assert {h.split()[2] for h in answer["hours_over"]} == {"%02d:00" % hour for hour in range(9, 17)}
+    assert _plans(assessment)["nodes"]
 
 
 def test_sharing_avoids_a_purchase(tmp_path):
@@ -146,6 +147,7 @@ def test_sharing_avoids_a_purchase(tmp_path):
     assert answer["another_gpu_advised"] is False
     assert answer["demand_gpu_equivalents"] < 1.0
     assert [g["proposed"]["use"] for g in assessment["gpus"]] == ["shared"] * 3
+    assert _plans(assessment)["nodes"]["ws"]
 
 
 def test_users_map_moves_processes_and_unknown_users_are_shown(tmp_path):
