@@ -2,6 +2,7 @@
 """Make the checkout importable as ``ansible_collections.gpushare.cluster`` for benchmarks
 run as plain scripts (``.venv/bin/python benchmarks/<name>.py``)."""
 
+import hashlib
 import importlib
 import os
 import sys
@@ -14,7 +15,9 @@ REPO = Path(__file__).resolve().parents[1]
 def collections_path():
     """A directory holding ``ansible_collections/gpushare/cluster`` -> the checkout (for
     ANSIBLE_COLLECTIONS_PATH and sys.path)."""
-    base = Path(tempfile.gettempdir()) / ("gpushare-bench-%d" % os.getuid())
+    # One directory per checkout: a link left by another checkout would time that one's code.
+    checkout = hashlib.sha256(str(REPO).encode()).hexdigest()[:16]
+    base = Path(tempfile.gettempdir()) / ("gpushare-bench-%d-%s" % (os.getuid(), checkout))
     link = base / "ansible_collections" / "gpushare" / "cluster"
     if not link.exists():
         link.parent.mkdir(parents=True, exist_ok=True)
