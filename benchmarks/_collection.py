@@ -2,26 +2,23 @@
 """Make the checkout importable as ``ansible_collections.gpushare.cluster`` for benchmarks
 run as plain scripts (``.venv/bin/python benchmarks/<name>.py``)."""
 
-import hashlib
 import importlib
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def collections_path():
-    """A directory holding ``ansible_collections/gpushare/cluster`` -> the checkout (for
-    ANSIBLE_COLLECTIONS_PATH and sys.path)."""
-    # One directory per checkout: a link left by another checkout would time that one's code.
-    checkout = hashlib.sha256(str(REPO).encode()).hexdigest()[:16]
-    base = Path(tempfile.gettempdir()) / ("gpushare-bench-%d-%s" % (os.getuid(), checkout))
+    """``build/collections`` of this checkout, holding ``ansible_collections/gpushare/cluster`` ->
+    the checkout (for ANSIBLE_COLLECTIONS_PATH and sys.path): the link `make collection-link`
+    makes and ansible.cfg reads, made here the same way when it is missing. Inside the
+    checkout, it can only ever import this checkout's code."""
+    base = REPO / "build" / "collections"
     link = base / "ansible_collections" / "gpushare" / "cluster"
     if not link.exists():
         link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(REPO, target_is_directory=True)
+        link.symlink_to("../../../..", target_is_directory=True)
     return base
 
 
